@@ -7,7 +7,10 @@ from 1; hello is the decoded ClientHello, or None if it did not decode) what to 
 
 - None: forward to backend `choose(index)` (default 0) and relay both ways;
 - RESET: close with an RST, as a flaky network or an overloaded balancer does;
-- DROP: close cleanly (FIN) without an answer, as a middlebox dropping the connection does.
+- DROP: close cleanly (FIN) without an answer, as a middlebox dropping the connection does;
+- ALERT: answer with a fatal handshake_failure alert and close, as a rate limiter or an
+  overloaded TLS terminator refusing more handshakes does (the same alert a server sends
+  when it shares nothing with the hello, which is why it must not be read as a refusal).
 
 Faults are picked by rule, never at random, so tests repeat exactly: `at(...)` by index,
 `every(n)` every n-th connection, `nth_matching(pred, ...)` by what the hello offers (which
@@ -24,7 +27,9 @@ from tlsprobe.wire.handshake import HandshakeReassembler, decode_handshake
 from tlsprobe.wire.hello import ClientHello
 from tlsprobe.wire.record import RecordReader
 
-RESET, DROP = "reset", "drop"
+RESET, DROP, ALERT = "reset", "drop", "alert"
+#: a fatal handshake_failure alert (TLS 1.2 record version, as servers send it)
+ALERT_RECORD = bytes([21, 3, 3, 0, 2, 2, 40])
 Fault = Callable[[int, "ClientHello | None"], "str | None"]
 
 
@@ -103,6 +108,11 @@ class FaultProxy:
                 self.log.append((index, mode, backend))
             if mode == RESET:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+                return
+            if mode == ALERT:
+                conn.sendall(ALERT_RECORD)
+                conn.shutdown(socket.SHUT_RDWR)
                 conn.close()
                 return
             if mode == DROP:

@@ -8,6 +8,12 @@ phase (groups and post-quantum, suites, signature schemes) ends, a few connectio
 The answers are compared on version, cipher suite and group; any difference, or a hello
 refused with an alert and then answered on a second connection (TargetRunner
 disagreements), means the target answers inconsistently.
+
+A repeat refused (an alert or a close, what an elimination reads as "not supported") says
+more: the server now refuses the very hello it answered, as a rate limiter or an overloaded
+server does after some connections. Then no refusal of that family's phases shows what the
+server does not support (`unconfirmed`): their "not supported" values, complete lists and
+"no" answers become inconclusive before any check reads them.
 """
 
 from __future__ import annotations
@@ -16,8 +22,14 @@ from dataclasses import dataclass, field, replace
 
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.model.audit import AuditReport, ConsistencyCheck
-from tlsprobe.model.vocab import ConsistencyStatus
+from tlsprobe.model.audit import AuditReport, ConsistencyCheck, DheAudit
+from tlsprobe.model.vocab import (
+    Answer,
+    ConsistencyStatus,
+    DheStatus,
+    SigalgStatus,
+    VersionStatus,
+)
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import ALERT, Job, Outcome, TargetRunner
 
@@ -37,6 +49,8 @@ class Reference:
     config: ClientConfig
     stop: Stop
     answers: list[tuple[str, Outcome]] = field(default_factory=list)
+    #: the version the hello is named by ("TLS 1.3"; "": the version of its first answer)
+    version: str = ""
 
     async def repeat(self, run: TargetRunner, after: str) -> None:
         """Send the reference hello once more (no confirmation connection: a bare close is
@@ -53,6 +67,41 @@ def _key(out: Outcome) -> tuple[object, ...]:
     return (out.status == ALERT, out.alert, out.version, out.cipher_suite, group)
 
 
+def unconfirmed(part: AuditReport, repeat: Outcome) -> AuditReport:
+    """`part` (one family's results) when the reference hello's repeat after it was answered
+    (or failed in a way no elimination reads as a refusal: a reset, silence); else the same
+    results with every negative that rests on refusals made inconclusive, said why."""
+    if not repeat.refused:
+        return part
+    why = (f"not established: the hello the versions check got answered was refused when "
+           f"repeated after this phase ({repeat.describe()}), so the server may refuse "
+           "every hello by then (rate limiting): its refusals here prove nothing")
+    groups = tuple(replace(g, not_supported=(), inconclusive=g.inconclusive + g.not_supported,
+                           spoken=g.spoken or None, notes=g.notes + (why,), dhe=_dhe(g.dhe, why))
+                   if g.not_supported or g.spoken is False or g.dhe != _dhe(g.dhe, why)
+                   else g for g in part.groups)
+    suites = tuple(replace(s, complete=False, notes=s.notes + (why,)) if s.complete else s
+                   for s in part.suites)
+    sigalgs = tuple(replace(s, status=SigalgStatus.INCONCLUSIVE,
+                            reason="; ".join(r for r in (s.reason, why) if r))
+                    if s.status == SigalgStatus.ESTABLISHED else s
+                    for s in part.signature_schemes)
+    pq = tuple(replace(v, verdict=Answer.INCONCLUSIVE,
+                       detail="; ".join(d for d in (v.detail, why) if d))
+               if v.verdict == Answer.NO else v for v in part.post_quantum)
+    return replace(part, groups=groups, suites=suites, signature_schemes=sigalgs,
+                   post_quantum=pq)
+
+
+def _dhe(dhe: DheAudit | None, why: str) -> DheAudit | None:
+    """A DHE audit without the negatives a refusal gave it ("none", not supported groups)."""
+    if dhe is None or dhe.status != DheStatus.NONE and not dhe.not_supported:
+        return dhe
+    status = DheStatus.INCONCLUSIVE if dhe.status == DheStatus.NONE else dhe.status
+    return replace(dhe, status=status, not_supported=(),
+                   inconclusive=dhe.inconclusive + dhe.not_supported, notes=dhe.notes + (why,))
+
+
 def answer_text(out: Outcome) -> str:
     """'TLS 1.3, TLS_AES_128_GCM_SHA256, x25519', or the refusal / failure."""
     if not out.answered:
@@ -65,6 +114,20 @@ def answer_text(out: Outcome) -> str:
     return ", ".join(parts)
 
 
+def _stopped(ref: Reference) -> int:
+    """How many of the last repeats (in the order they were sent) were refused with no
+    answer after them, the first answer aside; 0 unless at least the last two were: the
+    last family's repeat and the final one are two hellos in a row, which a round-robin
+    balancer sends to different backends, so one of them is answered unless the target
+    refuses every hello by then."""
+    n = 0
+    for _, out in reversed(ref.answers[1:]):
+        if not out.refused:
+            break
+        n += 1
+    return n if n >= 2 else 0
+
+
 def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
     if disagreements and (ref is None or len(ref.answers) < 2):
         return ConsistencyCheck(ConsistencyStatus.INCONSISTENT, notes=tuple(disagreements))
@@ -75,17 +138,26 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
     ordered = sorted(ref.answers, key=lambda a: _ORDER.index(a[0]) if a[0] in _ORDER
                      else len(_ORDER) - 1)
     answers = tuple(f"{phase}: {answer_text(out)}" for phase, out in ordered)
-    # A bare close or a reset may be the network's: only answers and alerts are compared.
-    known = [out for _, out in ref.answers if out.answered or out.status == ALERT]
-    unanswered = len(ref.answers) - len(known)
+    # A bare close or a reset may be the network's: only answers and alerts are compared;
+    # and refusals from some repeat to the last (no answer after them) are a server that
+    # stopped answering (a rate limiter), not a second configuration: not compared either.
+    stopped = _stopped(ref)
+    known = [out for _, out in ref.answers[:len(ref.answers) - stopped]
+             if out.answered or out.status == ALERT]
+    unanswered = len(ref.answers) - stopped - len(known)
     notes = tuple(disagreements)
     if unanswered:
         notes += ((f"{unanswered} repeat(s) of the reference hello got no answer (not "
                   "compared)"),)
+    if stopped:
+        notes += ((f"the last {stopped} repeats of the reference hello were refused: the "
+                   "server stopped answering it (rate limiting?), so the phases they follow "
+                   "are inconclusive where they rest on refusals"),)
     status = ConsistencyStatus.INCONSISTENT if len({_key(o) for o in known}) > 1 or disagreements \
-        else ConsistencyStatus.CONSISTENT
+        else ConsistencyStatus.CONSISTENT if len(known) > 1 else ConsistencyStatus.NOT_CHECKED
     first = ref.answers[0][1]
-    offered = f"the versions check's {registry.version_name(first.version or 0)} hello"
+    offered = f"the versions check's {ref.version or registry.version_name(first.version or 0)}" \
+        " hello"
     return ConsistencyCheck(status, offered, answers, notes=notes)
 
 
@@ -93,15 +165,19 @@ def mark(report: AuditReport, check: ConsistencyCheck) -> AuditReport:
     """An inconsistent target: note it in every result built from several connections."""
     if check.status != "inconsistent":
         return replace(report, consistency=check)
+    # each version is one connection's answer: a "not spoken" may be one backend's only
+    versions = tuple(replace(v, detail="; ".join(d for d in (v.detail, MARK) if d))
+                     if v.status != VersionStatus.SUPPORTED else v for v in report.versions)
     groups = tuple(replace(g, notes=g.notes + (MARK,)) if g.method != "not_run" else g
                    for g in report.groups)
     suites = tuple(replace(s, notes=s.notes + (MARK,)) if s.connections else s
                    for s in report.suites)
     sigalgs = tuple(replace(s, reason="; ".join(r for r in (s.reason, MARK) if r))
                     if s.connections else s for s in report.signature_schemes)
-    affected = tuple(f"groups {g.version.name}" for g in groups if g.method != "not_run") + \
+    affected = (("versions",) if versions != report.versions else ()) + \
+        tuple(f"groups {g.version.name}" for g in groups if g.method != "not_run") + \
         tuple(f"suites {s.version.name}" for s in suites if s.connections) + \
         tuple(f"signature schemes {s.version.name}" for s in sigalgs if s.connections) + \
         (("post-quantum",) if report.post_quantum else ())
-    return replace(report, groups=groups, suites=suites, signature_schemes=sigalgs,
-                   consistency=replace(check, affected=affected))
+    return replace(report, versions=versions, groups=groups, suites=suites,
+                   signature_schemes=sigalgs, consistency=replace(check, affected=affected))

@@ -111,8 +111,34 @@ def _builder(run: TargetRunner, version: int, **kw: object) -> Callable[..., Cli
     return build
 
 
+async def _refusal_holds(run: TargetRunner, els: list[Elimination], answered: ClientConfig,
+                         phase: str, refusal: Outcome, stop: Stop = STOP_HELLO) -> bool:
+    """Whether the refusal that ended `els` is a fact: the hello `answered` before is asked
+    once more; not answered now, the server may refuse every hello by now (a rate limiter
+    after some connections), and what the refusal made "not supported" (or left) is
+    inconclusive, said so."""
+    out = await run.run(answered, phase, stop, names_only=True)
+    if out.answered:
+        return True
+    why = (f"the hello that ended the elimination was refused ({refusal.describe()}), but "
+           f"so was the first offer, answered before, right after ({out.describe()}): the "
+           "server may refuse every hello by now (rate limiting)")
+    for el in els:
+        left = el.not_supported + el.remaining
+        if left:
+            el.notes.append(f"not established for {len(left)} value(s): {why}")
+        el.inconclusive += left
+        el.not_supported, el.remaining = [], []
+    return False
+
+
 # -- TLS 1.3 -----------------------------------------------------------------------------------
-async def tls13_groups(run: TargetRunner, candidates: list[int]) -> GroupAudit:
+async def tls13_groups(run: TargetRunner, candidates: list[int], *,
+                       control: bool = False) -> GroupAudit:
+    """The TLS 1.3 group audit. `control`: no later repeat of a reference hello will check
+    that the server still answers (the group audit alone, without the versions check,
+    probes/audit/consistency.py): the refusal that ends the elimination holds only if the
+    first offer, answered before, is answered once more right after (`_refusal_holds`)."""
     phase = "groups TLS 1.3"
     suites = tuple(registry.suites_for_version(TLS13))
     build = _builder(run, TLS13, cipher_suites_13=suites)
@@ -129,6 +155,9 @@ async def tls13_groups(run: TargetRunner, candidates: list[int]) -> GroupAudit:
             el.pick(out.hrr_group, offered)
             continue
         if out.refused and el.found:
+            if control and not await _refusal_holds(run, [el], build(list(el.steps[0][0])),
+                                                    phase, out):
+                break
             el.refuse_rest()
         elif out.refused and out.alert == PROTOCOL_VERSION_ALERT:
             spoken = False
@@ -222,7 +251,7 @@ def _suites(kx: str, version: int) -> tuple[int, ...]:
 
 
 async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int = TLS12,
-                     dhe: bool = True) -> GroupAudit:
+                     dhe: bool = True, control: bool = False) -> GroupAudit:
     """ECDHE curves (ServerKeyExchange named_curve) and DHE groups in one elimination, in
     `version` (TLS 1.2, 1.1 or 1.0: the same extension and messages; only the suites differ).
 
@@ -230,7 +259,8 @@ async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int =
     open, the DHE suites with the remaining ffdhe groups; whichever kind the server picks,
     its group is removed. A DHE answer with a prime that was not offered (or offered and
     picked before) means fixed parameters: DHE is closed and the curves go on alone.
-    One refusal ends both, so both kinds share the final connection.
+    One refusal ends both, so both kinds share the final connection; with `control` (see
+    tls13_groups) it holds only while the first offer is still answered.
     """
     phase = f"groups {registry.version_name(version)}"
     st = _Tls12State(version,
@@ -240,6 +270,7 @@ async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int =
         ff=Elimination(sorted((g for g in candidates if _kind(g) == "ffdhe"), reverse=True)),
         dhe_open=dhe)
     ecdhe, dhe_suites = _suites("ECDHE", version), _suites("DHE", version)
+    first: ClientConfig | None = None   # the first offer that was answered
     while st.ec.remaining or (st.dhe_open and st.ff.remaining):
         ec_offer = st.ec.offer() if st.ec.remaining else []
         ff_offer = st.ff.offer() if st.dhe_open and st.ff.remaining else []
@@ -249,7 +280,10 @@ async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int =
         out = await run.run(config, phase, STOP_FLIGHT, confirm=True,  # as in TLS 1.3
                             names_only=True)
         if not _tls12_step(st, out, ec_offer, ff_offer):
+            if control and out.refused and first is not None:
+                await _refusal_holds(run, [st.ec, st.ff], first, phase, out, STOP_FLIGHT)
             break
+        first = first or config
     plain_build = _builder(run, version, cipher_suites_12=ecdhe)
     cert = st.cert_curve if st.cert_curve in st.ec.found else None
 

@@ -292,8 +292,15 @@ async def _chain(run: _Run, report: AuditReport, spoken: set[int]) -> None:
 
 def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
                ) -> consistency.Reference | None:
-    """The reference hello: the versions check's hello of the highest version it answered
-    as such (not one established only by the minimal hello)."""
+    """The reference hello: the versions check's TLS 1.3 hello (which offers TLS 1.2 too)
+    whenever it was answered, with whatever version: behind a balancer whose backends differ
+    in TLS 1.3, their answers to it differ, where their answers to a TLS 1.2 hello may not;
+    else its hello of the highest version it answered as such (not one established only by
+    the minimal hello)."""
+    for support, out in results:
+        if support.version.id == TLS13 and out.answered and out.violation is None:
+            config, stop = versions.version_hello(runner, TLS13)
+            return consistency.Reference(config, stop, [("versions", out)], "TLS 1.3")
     for support, out in sorted(results, key=lambda r: -r[0].version.id):
         if support.status == VersionStatus.SUPPORTED and out.answered and support.detail == out.describe():
             config, stop = versions.version_hello(runner, support.version.id)
@@ -309,6 +316,7 @@ async def _then(ref: consistency.Reference | None, run: _Run, label: str,
         merged = _merge(merged, part)
     if ref is not None and work:
         await ref.repeat(run.runner, label)
+        merged = consistency.unconfirmed(merged, ref.answers[-1][1])
     return merged
 
 
@@ -331,7 +339,7 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
         if "groups" not in checks:
             return None
         audit = await groups.tls13_groups(run.runner, groups.candidate_groups(
-            TLS13, run.options.tls13_groups))
+            TLS13, run.options.tls13_groups), control=spoken is None)
         return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:
@@ -341,7 +349,8 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_known(TLS12, run.unsure[TLS12])
         if spoken is not None and TLS12 not in spoken:
             return _not_spoken(TLS12, "not tested: the server does not speak TLS 1.2")
-        audit = await groups.ske_groups(run.runner, groups.candidate_groups(TLS12, extra))
+        audit = await groups.ske_groups(run.runner, groups.candidate_groups(TLS12, extra),
+                                        control=spoken is None)
         return await _unless_unspoken(run, TLS12, audit, spoken)
 
     async def g_older() -> tuple[GroupAudit | None, GroupAudit | None]:
@@ -381,7 +390,7 @@ async def _older_groups(run: _Run, spoken: set[int] | None,
     version = max(older)
     audit = await groups.ske_groups(run.runner, groups.candidate_groups(version,
                                                                         run.options.extra_groups),
-                                    version=version)
+                                    version=version, control=spoken is None)
     return await _unless_unspoken(run, version, audit, spoken)
 
 

@@ -18,6 +18,11 @@ when the minimal hello is not answered either is the version left inconclusive. 
 version's full offer was answered or refused (a dead target, or a path that resets every
 large hello), one minimal hello is tried first, and the others only if it established
 something: a target that is not there costs one more connection, not five.
+
+A refusal holds only while the server answers at all: when some version was refused, the
+hello that established the highest spoken version is asked once more after the others
+(one connection); a server that no longer answers it (a rate limiter after a few
+connections) leaves every refused version inconclusive.
 """
 
 from __future__ import annotations
@@ -176,6 +181,33 @@ async def check_versions(run: TargetRunner, versions: tuple[int, ...] = ALL_VERS
     again = await asyncio.gather(*(_unanswered(run, versions[i], results[i][1]) for i in todo))
     for i, result in zip(todo, again):
         results[i] = result
+    return await _refusals_hold(run, results)
+
+
+async def _refusals_hold(run: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
+                         ) -> list[tuple[VersionSupport, Outcome]]:
+    """A version refused is "not spoken" only while the server answers at all: when some
+    version was refused, the hello that established the highest spoken one is asked once
+    more, after every refusal; not answered, the server may refuse every hello by now (a
+    rate limiter after a few connections, an overloaded server), and each refused version
+    is inconclusive. (A version answered with another version keeps its "not spoken".)"""
+    refused = [i for i, (s, o) in enumerate(results)
+               if s.status == VersionStatus.NOT_SUPPORTED and not o.answered]
+    spoken = [s for s, o in results if s.status == VersionStatus.SUPPORTED]
+    if not refused or not spoken:
+        return results
+    top = max(spoken, key=lambda s: s.version.id)
+    config, stop = established_hello(run, top.version.id, top)
+    out = await run.run(config, PHASE, stop)
+    if out.answered:
+        return results
+    why = (f"; but the {top.version.name} hello answered before was not answered after "
+           f"this refusal ({out.describe()}): the server may refuse every hello by now "
+           "(rate limiting), so the refusal proves nothing")
+    for i in refused:
+        support, first = results[i]
+        results[i] = (VersionSupport(support.version, VersionStatus.INCONCLUSIVE,
+                                     support.detail + why), first)
     return results
 
 

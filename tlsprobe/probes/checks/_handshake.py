@@ -159,7 +159,8 @@ async def echo(ctx: CheckContext, config: ClientConfig, sent: str, name: str, ex
     """Does the ServerHello to `config` (`sent`, for people) carry extension `ext_type`
     (`name`)? (the ServerHello, whether it does, the evidence lines); without a ServerHello
     the result: inconclusive, or, given `refused` (why that is so), not applicable when the
-    hello was refused with an alert or a close."""
+    hello was refused with an alert or a close and the server still answers the hello that
+    established the version right after (else inconclusive: see ctx.still_answered)."""
     hs = await handshake(ctx, config)
     if isinstance(hs, Outcome):
         return ctx.inconclusive(f"{sent}: {hs.reason}")
@@ -167,8 +168,12 @@ async def echo(ctx: CheckContext, config: ClientConfig, sent: str, name: str, ex
     if sh is None:
         failure = hs.failure
         if refused and failure is not None and failure.refused:
+            evidence = (f"sent: {sent}", f"received: {failure}")
+            unsure = await ctx.still_answered(max(config.versions))
+            if unsure:
+                return ctx.inconclusive(f"{sent} is refused ({failure}), {unsure}", evidence)
             return ctx.result(Verdict.not_applicable, f"{sent} is refused ({failure}): "
-                              f"{refused}", (f"sent: {sent}", f"received: {failure}"))
+                              f"{refused}", evidence)
         return ctx.inconclusive(f"{sent}: {hs.describe()}")
     echoed = sh.extension(ext_type) is not None
     return sh, echoed, (f"sent: {sent}", (f"received: {hs.describe()}, "

@@ -8,10 +8,13 @@ and reads the answer:
   - an SSLv2 SERVER-HELLO (msg type 4): vulnerable, with the cipher specs it lists as
     evidence; one that lists none speaks SSLv2 but shares no cipher (inconclusive: DROWN
     needs one, CVE-2015-3197 aside);
-  - an SSLv2 ERROR (msg type 0), a TLS record (alert or anything else) or a close: the
-    server does not speak SSLv2 (not vulnerable);
+  - an SSLv2 ERROR (msg type 0): the server does not speak SSLv2 (not vulnerable);
+  - a TLS record (alert or anything else), a close or a reset: not vulnerable when the
+    server then answers the hello that established its highest TLS version (one more
+    connection); a server that refuses that too may refuse every hello by now (a rate
+    limiter): inconclusive;
   - nothing by the deadline: inconclusive.
-One connection.
+One connection (two for a refusal).
 """
 
 from __future__ import annotations
@@ -90,8 +93,12 @@ async def run(ctx: CheckContext) -> CheckResult:
         if got.startswith("no SSLv2 answer") or got in ("bytes that are not SSLv2",
                                                          "a cut SSLv2 record"):
             return ctx.inconclusive(got, (sent, f"received: {got}"))
-        return ctx.result(Verdict.not_vulnerable, f"the server does not speak SSLv2: it "
-                          f"answered with {'a close' if got == 'closed' else got}",
+        said = f"it answered with {'a close' if got == 'closed' else got}"
+        unsure = await ctx.still_answered(ctx.spoken[0]) if ctx.spoken else \
+            "and no TLS version was established to ask the server whether it still answers"
+        if unsure:
+            return ctx.inconclusive(f"{said}, {unsure}", (sent, f"received: {got}"))
+        return ctx.result(Verdict.not_vulnerable, f"the server does not speak SSLv2: {said}",
                           (sent, f"received: {got}"), details=Sslv2Details(False, ()))
     if got[:1] == bytes([ERROR]):
         code = int.from_bytes(got[1:3], "big") if len(got) >= 3 else None

@@ -1,0 +1,127 @@
+"""`tlsprobe scan` against a rate limiter: a real openssl s_server behind a loopback proxy
+(tests/helpers/faultproxy.py) that serves the first N connections and then refuses every
+hello, with a fatal handshake_failure alert or a bare close, as rate limiters and overloaded
+TLS terminators do. Those refusals say nothing about what the server supports: whatever
+they decide must be inconclusive, never "not spoken", "not supported", a complete list,
+"not applicable" or "not vulnerable".
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.faultproxy import ALERT, DROP, FaultProxy
+from tlsprobe.model.audit import AuditReport
+from tlsprobe.net.tcp import Target
+from tlsprobe.policy.load import load_policy
+from tlsprobe.probes.audit.run import AuditOptions, run_audit
+from tlsprobe.probes.audit.scheduler import Scheduler
+
+pytestmark = pytest.mark.needs_impl("openssl")
+AUDIT = ("versions", "groups", "suites", "sigalgs")
+
+
+@pytest.fixture
+def limited(server_cache):
+    """`limited(after, mode)`: a proxy in front of one openssl s_server (default ciphers:
+    CBC suites too) that serves `after` connections, then answers each with `mode`."""
+    started: list[FaultProxy] = []
+
+    def start(after: int | None, mode: str = ALERT) -> FaultProxy:
+        srv = server_cache("openssl")
+        rule = (lambda i, _h: mode if i > after else None) if after is not None else None
+        proxy = FaultProxy([(srv.host, srv.port)], rule)
+        started.append(proxy)
+        return proxy
+    yield start
+    for p in started:
+        p.close()
+
+
+def scan(proxy: FaultProxy, checks: tuple[str, ...]) -> AuditReport:
+    # one connection at a time: the proxy's connection count is the audit's order
+    return run_audit([Target("127.0.0.1", proxy.port)],
+                     AuditOptions(checks=checks, policies=(load_policy("intermediate"),)),
+                     Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_versions_refused_by_a_limiter_are_not_called_unspoken(limited, mode):
+    """Only the first connection (the TLS 1.3 hello) is served: TLS 1.2, which the server
+    speaks, was called "not spoken" from the limiter's refusals of its two hellos."""
+    clean = scan(limited(None), ("versions",))
+    assert clean.version_spoken(0x0303) == "yes"
+    r = scan(limited(1, mode), ("versions",))
+    assert r.version_spoken(0x0304) == "yes"
+    for v in r.versions:
+        assert v.status != "not_supported", v
+    v12 = next(v for v in r.versions if v.version.id == 0x0303)
+    assert v12.status == "inconclusive" and "rate limiting" in v12.detail, v12
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+@pytest.mark.parametrize("after", [0, 12], ids=["after-versions", "mid-groups"])
+def test_phases_cut_by_a_limiter_claim_nothing_the_server_lacks(limited, mode, after):
+    """The limiter starts right after the versions check, or a few connections into the
+    group audit: no group of the clean scan is "not supported", no suite list is complete
+    unless it is the clean one, and no suite check derived from the lists says "not
+    vulnerable" where the clean scan could not."""
+    checks = AUDIT + ("rc4", "lucky13", "null")
+    clean = scan(limited(None), checks)
+    start = clean.connections["versions"] + after
+    r = scan(limited(start, mode), checks)
+    assert [v.status for v in r.versions] == [v.status for v in clean.versions]
+    for g in r.groups:
+        ok = {c.id for c in clean.group_audit(g.version.id).supported}
+        assert not ok & {c.id for c in g.not_supported}, (g.version.name, g.not_supported)
+    for s in r.suites:
+        if s.complete:
+            assert s.supported == clean.suite_audit(s.version.id).supported, s
+    clean_verdicts = {c.name: c.verdict for c in clean.check_results}
+    for c in r.check_results:
+        assert c.verdict in (clean_verdicts[c.name], "inconclusive"), c
+    lucky = next(c for c in r.check_results if c.name == "lucky13")
+    assert lucky.verdict != "not vulnerable", lucky
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+@pytest.mark.parametrize("check", ["etm", "sslv2"])
+def test_a_check_refused_by_a_limiter_is_inconclusive(limited, mode, check):
+    """The limiter starts right after the versions check: the check's own hello is refused
+    (etm: a CBC-only hello; sslv2: an SSLv2 CLIENT-HELLO), which was read as "the server
+    has no CBC suite" (not applicable) or "does not speak SSLv2" (not vulnerable); the
+    server still answering the version's hello is what makes such a refusal a fact."""
+    clean = scan(limited(None), ("versions", check))
+    assert clean.check_results[0].verdict in ("supported", "not vulnerable")
+    r = scan(limited(clean.connections["versions"], mode), ("versions", check))
+    result = r.check_results[0]
+    assert result.verdict == "inconclusive", result
+    assert "rate limiting" in result.reason, result
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+@pytest.mark.parametrize("after", [2, 6])
+def test_the_group_audit_alone_cut_by_a_limiter_misses_no_group(limited, mode, after):
+    """`--groups-only` (no versions check, so no reference hello repeated after it): the
+    limiter's refusal ended the TLS 1.3 elimination, and every group not yet picked was "not
+    supported" (x25519 alone where the server has ten). The first offer, answered before, is
+    asked again after the ending refusal: refused too, the rest is inconclusive."""
+    clean = scan(limited(None), ("groups",))
+    r = scan(limited(after, mode), ("groups",))
+    for g in r.groups:
+        ok = {c.id for c in clean.group_audit(g.version.id).supported}
+        assert not ok & {c.id for c in g.not_supported}, (g.version.name, g.not_supported)
+    g13 = r.group_audit(0x0304)
+    assert g13 is not None and g13.inconclusive and any("rate limiting" in n
+                                                         for n in g13.notes), g13
+
+
+def test_a_limiter_answering_with_alerts_is_no_second_configuration(limited):
+    """A limiter that refuses every hello with an alert from some point on: the reference
+    hello's repeats are refused to the last, which made the target "inconsistent" (a medium
+    finding, likely several configurations behind one name: --fail-on medium fails) where
+    it only stopped answering; the consistency check says so instead."""
+    clean = scan(limited(None), AUDIT)
+    r = scan(limited(clean.connections["versions"], ALERT), AUDIT)
+    assert r.consistency is not None and r.consistency.status != "inconsistent", r.consistency
+    assert any("stopped answering" in n for n in r.consistency.notes), r.consistency
+    assert not any(f.code == "target.inconsistent" for f in r.findings), r.findings
