@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 MAX_CRYPTO = w.MAX_CRYPTO
 MAX_WAITING = 32            # packets kept until their keys are known
 DATAGRAM = 1200             # our datagrams that carry an Initial are padded to this size
+INITIAL_ROOM = 512          # CRYPTO bytes an Initial keeps beside a long Retry token
+MAX_INITIAL = 65507         # the largest UDP datagram (IPv4): our longest Initial datagram
 RECORD = 16384
 
 
@@ -194,8 +196,8 @@ class QuicConnection(VersionHandling):
             frames = w.ack_frame(self.received[space]) + frames
             self.ack_due[space] = False
         if space == w.INITIAL:
-            frames += bytes(max(0, DATAGRAM - len(self._long_header(space, 0)) - 16 -
-                                len(frames)))
+            frames += bytes(max(0, self.initial_size() - len(self._long_header(space, 0)) -
+                                16 - len(frames)))
         frames += bytes(max(0, 4 - len(frames)))       # room for the protection sample
         pn = self.pn[space]
         header = (self._long_header(space, len(frames)) if space != w.APPLICATION
@@ -211,12 +213,22 @@ class QuicConnection(VersionHandling):
             if self.ack_due[space] and not self.closed:
                 self._send(space, b"")
 
+    def initial_size(self) -> int:
+        """The size of our datagrams that carry an Initial: 1,200 bytes (RFC 9000 14.1),
+        larger when the Retry token would leave less than INITIAL_ROOM bytes of CRYPTO data
+        (14.1 sets 1,200 as the least, not the most), up to MAX_INITIAL."""
+        header = len(self._long_header(w.INITIAL, 0)) + 16 + 12
+        return min(MAX_INITIAL, max(DATAGRAM, header + INITIAL_ROOM))
+
     def _send_initial(self, start: int, data: bytes) -> int:
         """Initial CRYPTO data in as many padded packets as it needs; returns the count."""
-        room = DATAGRAM - len(self._long_header(w.INITIAL, 0)) - 16 - 12
-        if room < 100:
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server's Retry token leaves no "
-                                   "room for CRYPTO data in a 1200-byte Initial packet")
+        room = self.initial_size() - len(self._long_header(w.INITIAL, 0)) - 16 - 12
+        if room < 100:   # our bound (a token this long fills a UDP datagram): no fault
+            self.send_close(0x1)
+            raise HandshakeFailure(FailureKind.LIMIT, f"server's Retry token of "
+                                   f"{len(self.token)} bytes leaves no room for CRYPTO data "
+                                   f"in an Initial datagram of {MAX_INITIAL} bytes, the "
+                                   "largest UDP datagram and tlsprobe's limit")
         for i in range(0, len(data), room):
             self._send(w.INITIAL, w.crypto_frame(start + i, data[i:i + room]))
         return -(-len(data) // room)
