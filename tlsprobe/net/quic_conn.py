@@ -15,7 +15,8 @@ use (v2: RFC 9369); a server's first Initial in another version we offered in
 version_information moves the connection to that version (RFC 9368 compatible version
 negotiation), which its transport parameters must confirm.
 
-Bounded: CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
+Bounded: the server's packets with CRYPTO data (--max-records, which over QUIC counts
+them: the engine's records are only our framing of that data), CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
 it, or past the out-of-order ranges kept, a limit of ours, closed with
 CRYPTO_BUFFER_EXCEEDED), packets waiting for keys, frames per packet. Peer faults end as
 HandshakeFailure (protocol, closed, alert).
@@ -44,13 +45,16 @@ DATAGRAM = 1200             # our datagrams that carry an Initial are padded to 
 INITIAL_ROOM = 512          # CRYPTO bytes an Initial keeps beside a long Retry token
 MAX_INITIAL = 65507         # the largest UDP datagram (IPv4): our longest Initial datagram
 RECORD = 16384
+MAX_PACKETS = 4096          # the server's packets with CRYPTO data (--max-records)
 
 
 class QuicConnection(VersionHandling):
     """Packet-level state of one client connection (see the module docstring)."""
 
-    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE) -> None:
+    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE,
+                 max_packets: int = MAX_PACKETS) -> None:
         self.info = info
+        self.max_packets = max_packets      # --max-records over QUIC: packets with CRYPTO
         self.engine: Handshake | None = None
         self.scid = info.scid
         self.original_dcid = info.original_dcid
@@ -81,6 +85,7 @@ class QuicConnection(VersionHandling):
         self.alert: int | None = None       # a TLS alert the server closed with
         self.heard = False                  # any packet from the server opened
         self.opened = 0                     # packets from the server opened
+        self.crypto_packets = 0             # of them, with CRYPTO data (--max-records)
         self.hello_mark = 0                 # server Initial CRYPTO bytes when our last hello left
         self.reset = False                  # the server sent a stateless reset
         self.retried = False
@@ -313,6 +318,7 @@ class QuicConnection(VersionHandling):
             self.dcid = packet.scid       # the server's chosen connection ID from now on
         self.heard = True
         self.opened += 1
+        self._count_crypto(frames)
         self.largest[space] = max(self.largest[space], pn)
         if len(self.received[space]) < 4096:
             self.received[space].add(pn)
@@ -321,6 +327,20 @@ class QuicConnection(VersionHandling):
             self._frame(space, packet.kind, frame)
             if frame.ack_eliciting:
                 self.ack_due[space] = True
+
+    def _count_crypto(self, frames: list[w.Frame]) -> None:
+        """--max-records over QUIC: the server's packets with CRYPTO data (what feeds the
+        engine, as records do over TCP; ACK and PING packets cost no memory, and the
+        deadline bounds them) past it are our limit, no fault of the server's."""
+        if not any(f.type == 0x06 for f in frames):
+            return
+        self.crypto_packets += 1
+        if self.crypto_packets > self.max_packets:
+            self.send_close(0x100 + 80)
+            raise HandshakeFailure(FailureKind.LIMIT, "server sent more than "
+                                   f"{self.max_packets} QUIC packets with CRYPTO data, "
+                                   "tlsprobe's limit (--max-records, which counts them over "
+                                   "QUIC, raises it)")
 
     def _frame(self, space: int, kind: str, frame: w.Frame) -> None:
         if frame.type == 0x06:
