@@ -24,15 +24,14 @@ HandshakeFailure (protocol, closed, alert).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
-from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.errors import FailureKind
-from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
-from tlsprobe.net.quic_info import QuicInfo
+from tlsprobe.net.quic_info import QuicInfo, frame_name
+from tlsprobe.net.quic_records import EngineRecords
 from tlsprobe.net.quic_versions import VersionHandling
 from tlsprobe.session.flow import MAX_MESSAGE
 
@@ -44,11 +43,10 @@ MAX_WAITING = 32            # packets kept until their keys are known
 DATAGRAM = 1200             # our datagrams that carry an Initial are padded to this size
 INITIAL_ROOM = 512          # CRYPTO bytes an Initial keeps beside a long Retry token
 MAX_INITIAL = 65507         # the largest UDP datagram (IPv4): our longest Initial datagram
-RECORD = 16384
 MAX_PACKETS = 4096          # the server's packets with CRYPTO data (--max-records)
 
 
-class QuicConnection(VersionHandling):
+class QuicConnection(VersionHandling, EngineRecords):
     """Packet-level state of one client connection (see the module docstring)."""
 
     def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE,
@@ -192,19 +190,22 @@ class QuicConnection(VersionHandling):
                              self.token if space == w.INITIAL else None,
                              version=self.version)
 
-    def _send(self, space: int, frames: bytes) -> None:
-        """Seal one packet in `space` (with a due ACK) and queue it as one datagram."""
+    def _send(self, space: int, frames: bytes, size: int = 0) -> None:
+        """Seal one packet in `space` (with a due ACK) and queue it as one datagram, padded
+        to `size` bytes (an Initial: to `initial_size`)."""
         keys = self.send_keys.get(space)
         if keys is None:
             return
         if self.ack_due[space] and self.received[space]:
             frames = w.ack_frame(self.received[space]) + frames
             self.ack_due[space] = False
-        if space == w.INITIAL:
-            frames += bytes(max(0, self.initial_size() - len(self._long_header(space, 0)) -
-                                16 - len(frames)))
-        frames += bytes(max(0, 4 - len(frames)))       # room for the protection sample
         pn = self.pn[space]
+        if space == w.INITIAL:
+            size = self.initial_size()
+        header_size = len(self._long_header(space, 0)) if space != w.APPLICATION else \
+            len(w.short_header(self.dcid, pn))
+        frames += bytes(max(0, size - header_size - 16 - len(frames)))
+        frames += bytes(max(0, 4 - len(frames)))       # room for the protection sample
         header = (self._long_header(space, len(frames)) if space != w.APPLICATION
                   else w.short_header(self.dcid, pn))
         self.outbox.append(w.seal(keys, header, pn, 2, frames))
@@ -314,6 +315,14 @@ class QuicConnection(VersionHandling):
         except ValueError as exc:
             self.info.ignore(f"{packet.kind} packet: {exc}")
             return
+        wrong = w.not_permitted(space, frames)
+        if wrong is not None:
+            self.send_close(0xA)
+            article = "an" if packet.kind == "Initial" else "a"
+            raise HandshakeFailure(FailureKind.PROTOCOL, f"server sent a "
+                                   f"{frame_name(wrong.type)} frame in {article} {packet.kind} "
+                                   "packet "
+                                   "(RFC 9000 12.4 forbids it there: PROTOCOL_VIOLATION)")
         if space == w.INITIAL and not self.heard:
             self.dcid = packet.scid       # the server's chosen connection ID from now on
         self.heard = True
@@ -352,6 +361,8 @@ class QuicConnection(VersionHandling):
                                        f"over tlsprobe's limit: {exc}") from None
         elif frame.type == 0x1E:
             self.info.handshake_done = True
+        elif frame.type == 0x1A and not self.closed:   # RFC 9000 8.2.2: answered at once,
+            self._send(space, b"\x1b" + frame.data, DATAGRAM)   # in 1,200 bytes or more
         elif frame.type in (0x1C, 0x1D):
             reason = frame.data[:200].decode("latin-1")
             self.peer_closed = self.info.closed_by_server = (frame.error, reason)
@@ -367,63 +378,3 @@ class QuicConnection(VersionHandling):
         for packet in waiting:
             self._packet(packet)
         self.flush()
-
-    # -- records for the engine ----------------------------------------------------------
-    def records(self) -> bytes:
-        """The next bytes for the engine, of one epoch (the engine must read each epoch's
-        records before the next epoch's keys exist); b"" when nothing is ready."""
-        engine = self.engine
-        initial = self.crypto_in[w.INITIAL].ready
-        if initial:
-            data = bytes(initial)
-            initial.clear()
-            return b"".join(b"\x16\x03\x03" + len(c).to_bytes(2, "big") + c
-                            for c in _chunks(data))
-        waiting = engine.waiting_for if engine is not None else Waiting.NOTHING_YET
-        for space in (w.HANDSHAKE, w.APPLICATION):
-            ready = self.crypto_in[space].ready
-            prot = self.server_prot.get(space)
-            if not ready or prot is None or (space == w.APPLICATION
-                                             and waiting != Waiting.CONNECTED):
-                continue
-            data = bytes(ready)
-            ready.clear()
-            if space == w.HANDSHAKE:
-                self._read_parameters(data)
-            return b"".join(prot.encrypt(22, c) for c in _chunks(data))
-        if self.alert is not None:
-            alert, self.alert = bytes([2, self.alert]), None
-            space = w.APPLICATION if waiting == Waiting.CONNECTED else w.HANDSHAKE
-            prot = self.server_prot.get(space)
-            return prot.encrypt(21, alert) if prot is not None else \
-                b"\x15\x03\x03\x00\x02" + alert
-        return b""
-
-    def _read_parameters(self, data: bytes) -> None:
-        """Find EncryptedExtensions in the server's Handshake stream and read 0x39."""
-        if self.info.transport_parameters is not None or \
-                len(self.hs_stream) > self.crypto_limit:
-            return
-        self.hs_stream += data
-        try:
-            params = qp.server_parameters(bytes(self.hs_stream))
-        except ValueError as exc:
-            self._parameter_error(qp.Problem(qp.TRANSPORT_PARAMETER_ERROR, "server's "
-                                             f"quic_transport_parameters are malformed: {exc}"))
-        if params is None:
-            return
-        self.info.transport_parameters = params
-        problem = qp.server_problem(params, self.original_dcid, self.version,
-                                    self.info.negotiated_from is not None)
-        if problem:
-            self._parameter_error(problem)
-
-    def _parameter_error(self, problem: qp.Problem) -> NoReturn:
-        """The server's transport parameters break a rule: our CONNECTION_CLOSE names it
-        (RFC 9000 7.4: TRANSPORT_PARAMETER_ERROR; RFC 9368 4: VERSION_NEGOTIATION_ERROR)."""
-        self.send_close(problem.code)
-        raise HandshakeFailure(FailureKind.PROTOCOL, problem.text)
-
-
-def _chunks(data: bytes) -> list[bytes]:
-    return [data[i:i + RECORD] for i in range(0, len(data), RECORD)]
