@@ -14,7 +14,9 @@ CONNECTION_CLOSE (frame 0x1d) of error code N and reason "bye" (an HTTP/3 server
 H3_NO_ERROR is 0x100). `--path-challenge`: once a handshake completes the server takes the
 client's address for not validated, so its next 1-RTT packet (the one with HANDSHAKE_DONE)
 opens with a PATH_CHALLENGE (aioquic's own, RFC 9000 8.2); a PATH_RESPONSE that validates
-the path again prints "PATH_VALIDATED" on stdout.
+the path again prints "PATH_VALIDATED" on stdout. `--no-transport-parameters`: its
+EncryptedExtensions leaves out quic_transport_parameters (RFC 9001 8.2 says a client must
+close the connection with missing_extension).
 """
 
 from __future__ import annotations
@@ -92,9 +94,18 @@ def challenging_protocol() -> type[QuicConnectionProtocol]:
     return Challenging
 
 
+def drop_transport_parameters() -> None:
+    """Every tls.Context from now on sends no extensions in its EncryptedExtensions (aioquic
+    puts only quic_transport_parameters there)."""
+    tls.Context.handshake_extensions = property(  # type: ignore[assignment]
+        lambda self: [], lambda self, value: None)
+
+
 async def main(args: argparse.Namespace) -> None:
     if args.groups:
         restrict_groups([GROUPS[g] for g in args.groups.split(",")])
+    if args.no_transport_parameters:
+        drop_transport_parameters()
     if args.reset_token:
         fix_reset_token(bytes.fromhex(args.reset_token))
     config = QuicConfiguration(is_client=False, alpn_protocols=args.alpn.split(","))
@@ -120,6 +131,7 @@ if __name__ == "__main__":
     parser.add_argument("--close-code", type=lambda v: int(v, 0), default=None)
     parser.add_argument("--alpn", default="h3")
     parser.add_argument("--path-challenge", action="store_true")
+    parser.add_argument("--no-transport-parameters", action="store_true")
     try:
         asyncio.run(main(parser.parse_args()))
     except KeyboardInterrupt:

@@ -315,6 +315,9 @@ class QuicConnection(VersionHandling, EngineRecords):
         except ValueError as exc:
             self.info.ignore(f"{packet.kind} packet: {exc}")
             return
+        if pn in self.received[space]:   # RFC 9000 12.3: a packet number is processed once
+            self.info.ignore(f"{packet.kind} packet number {pn} again (RFC 9000 12.3)")
+            return
         wrong = w.not_permitted(space, frames)
         if wrong is not None:
             self.send_close(0xA)

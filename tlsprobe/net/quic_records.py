@@ -78,6 +78,8 @@ class EngineRecords:
         self.hs_stream += data
         try:
             params = qp.server_parameters(bytes(self.hs_stream))
+        except qp.NoParameters as exc:   # RFC 9001 8.2: closed as missing_extension
+            self._parameter_error(qp.Problem(qp.MISSING_EXTENSION, str(exc)))
         except ValueError as exc:
             self._parameter_error(qp.Problem(qp.TRANSPORT_PARAMETER_ERROR, "server's "
                                              f"quic_transport_parameters are malformed: {exc}"))
