@@ -11,7 +11,12 @@ stateless_reset_token of every connection's transport parameters that 16-byte va
 draws it at random), so a test can forge the server's stateless reset. `--close-code N`:
 once a handshake completes the server closes that connection with an application
 CONNECTION_CLOSE (frame 0x1d) of error code N and reason "bye" (an HTTP/3 server's
-H3_NO_ERROR is 0x100).
+H3_NO_ERROR is 0x100). `--path-challenge`: once a handshake completes the server takes the
+client's address for not validated, so its next 1-RTT packet (the one with HANDSHAKE_DONE)
+opens with a PATH_CHALLENGE (aioquic's own, RFC 9000 8.2); a PATH_RESPONSE that validates
+the path again prints "PATH_VALIDATED" on stdout. `--no-transport-parameters`: its
+EncryptedExtensions leaves out quic_transport_parameters (RFC 9001 8.2 says a client must
+close the connection with missing_extension).
 """
 
 from __future__ import annotations
@@ -67,9 +72,40 @@ def closing_protocol(code: int) -> type[QuicConnectionProtocol]:
     return Closing
 
 
+def challenging_protocol() -> type[QuicConnectionProtocol]:
+    """A protocol whose connections challenge the client's path once the handshake
+    completes, and print PATH_VALIDATED when a PATH_RESPONSE answers."""
+    from aioquic.quic.connection import QuicConnection
+    original = QuicConnection._handle_path_response_frame
+
+    def handle(self: QuicConnection, context: Any, frame_type: int, buf: Any) -> None:
+        original(self, context, frame_type, buf)
+        if self._network_paths[0].is_validated:
+            print("PATH_VALIDATED", flush=True)
+
+    QuicConnection._handle_path_response_frame = handle  # type: ignore[method-assign]
+
+    class Challenging(QuicConnectionProtocol):
+        def quic_event_received(self, event: QuicEvent) -> None:
+            if isinstance(event, HandshakeCompleted):
+                path = self._quic._network_paths[0]
+                path.is_validated = path.local_challenge_sent = False
+
+    return Challenging
+
+
+def drop_transport_parameters() -> None:
+    """Every tls.Context from now on sends no extensions in its EncryptedExtensions (aioquic
+    puts only quic_transport_parameters there)."""
+    tls.Context.handshake_extensions = property(  # type: ignore[assignment]
+        lambda self: [], lambda self, value: None)
+
+
 async def main(args: argparse.Namespace) -> None:
     if args.groups:
         restrict_groups([GROUPS[g] for g in args.groups.split(",")])
+    if args.no_transport_parameters:
+        drop_transport_parameters()
     if args.reset_token:
         fix_reset_token(bytes.fromhex(args.reset_token))
     config = QuicConfiguration(is_client=False, alpn_protocols=args.alpn.split(","))
@@ -77,6 +113,8 @@ async def main(args: argparse.Namespace) -> None:
     extra: dict[str, Any] = {}
     if args.close_code is not None:
         extra["create_protocol"] = closing_protocol(args.close_code)
+    if args.path_challenge:
+        extra["create_protocol"] = challenging_protocol()
     server = await serve("127.0.0.1", 0, configuration=config, retry=args.retry, **extra)
     port = server._transport.get_extra_info("sockname")[1]  # type: ignore[union-attr]
     print(f"READY {port}", flush=True)
@@ -92,6 +130,8 @@ if __name__ == "__main__":
     parser.add_argument("--reset-token", default="")
     parser.add_argument("--close-code", type=lambda v: int(v, 0), default=None)
     parser.add_argument("--alpn", default="h3")
+    parser.add_argument("--path-challenge", action="store_true")
+    parser.add_argument("--no-transport-parameters", action="store_true")
     try:
         asyncio.run(main(parser.parse_args()))
     except KeyboardInterrupt:

@@ -47,7 +47,8 @@ QuicServerFactory = Callable[..., QuicServer]
 
 
 def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "",
-           close_code: str = "", alpn: str = "h3") -> QuicServer:
+           close_code: str = "", alpn: str = "h3", path_challenge: bool = False,
+           no_parameters: bool = False) -> QuicServer:
     leaf = certs.leaves["ecdsa"]
     argv = [lab_env.require(), str(SERVER), str(leaf.chain), str(leaf.key), "--groups", groups]
     if retry:
@@ -58,6 +59,10 @@ def _start(certs: CertSet, groups: str, retry: bool, reset_token: str = "",
         argv += ["--close-code", close_code]
     if alpn != "h3":
         argv += ["--alpn", alpn]
+    if path_challenge:
+        argv.append("--path-challenge")
+    if no_parameters:
+        argv.append("--no-transport-parameters")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, start_new_session=True)
     assert proc.stdout is not None
@@ -81,14 +86,16 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture(scope="session")
 def quic_server(certs: CertSet) -> Iterator[QuicServerFactory]:
-    running: dict[tuple[str, bool, str, str, str], QuicServer] = {}
+    running: dict[tuple[str, bool, str, str, str, bool, bool], QuicServer] = {}
 
     def start(groups: str = "x25519,secp256r1", retry: bool = False,
-              reset_token: str = "", close_code: str = "", alpn: str = "h3") -> QuicServer:
-        key = (groups, retry, reset_token, close_code, alpn)
+              reset_token: str = "", close_code: str = "", alpn: str = "h3",
+              path_challenge: bool = False, no_parameters: bool = False) -> QuicServer:
+        key = (groups, retry, reset_token, close_code, alpn, path_challenge, no_parameters)
         found = running.get(key)
         if found is None or found.process.poll() is not None:
-            running[key] = found = _start(certs, groups, retry, reset_token, close_code, alpn)
+            running[key] = found = _start(certs, groups, retry, reset_token, close_code, alpn,
+                                          path_challenge, no_parameters)
             time.sleep(0.1)   # the socket is bound before READY; let the loop settle
         return found
 

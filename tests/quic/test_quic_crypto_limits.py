@@ -88,3 +88,30 @@ def test_too_many_crypto_gaps_are_a_limit_error(udp_peer: Peer,
     line = _limited(udp_peer, run_cli, frames)
     assert line.endswith(f"more than {w.MAX_RANGES} out-of-order ranges waiting (a fixed "
                          "bound, docs/LIMITS.md)")
+
+
+def test_max_records_counts_the_servers_quic_packets(quic_server: Any,
+                                                     run_cli: Callable[..., Any]) -> None:
+    # over QUIC the engine's records are tlsprobe's own framing of CRYPTO data: --max-records
+    # bounds the server's QUIC packets with CRYPTO data, and the line says so. aioquic's
+    # Handshake packet (after its Initial with the ServerHello) is past --max-records 1.
+    server = quic_server("x25519,secp256r1")
+    res = run_cli(server.target, "--quic", "--cafile", server.ca, "--timeout", "5",
+                  "--max-records", "1", "--json", timeout=60)
+    assert res.returncode == EXIT_LIMIT, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server sent more than 1 QUIC packets with CRYPTO data, tlsprobe's "
+                         "limit (--max-records, which counts them over QUIC, raises it)"), line
+    report = json.loads(res.stdout)
+    assert report["error_kind"] == "limit"
+    assert report["quic"]["closed_by_us"] == 0x100 + 80    # internal_error, as over TCP
+    # the server's packets with CRYPTO data (listed by --msg) are what is counted: a limit
+    # just above their number (another run may split its data otherwise) lets it through
+    full = run_cli(server.target, "--quic", "--cafile", server.ca, "--timeout", "5",
+                   "--msg", timeout=60)
+    assert full.returncode == EXIT_OK, full.stderr
+    received = sum(line.startswith("< ") and "CRYPTO(" in line
+                   for line in full.stdout.splitlines())
+    enough = run_cli(server.target, "--quic", "--cafile", server.ca, "--timeout", "5",
+                     "--max-records", str(received + 2), timeout=60)
+    assert enough.returncode == EXIT_OK, enough.stderr

@@ -179,3 +179,29 @@ def test_a_trickling_server_ends_at_the_total_deadline(udp_peer: Any,
     [line] = res.stderr.strip().splitlines()
     assert "total time limit" in line and "after" not in line, line
     assert 4 <= len(got) <= 12     # a trickle: a few ACKs, not a flood
+
+
+def test_a_packet_number_is_processed_once(udp_peer: Any,
+                                           run_cli: Callable[..., Any]) -> None:
+    # the same server Initial (packet number 0: part of a ServerHello) comes again after
+    # each of our datagrams, as a network that duplicates packets delivers it: read once
+    # (RFC 9000 12.3), so --max-records 1 is not passed; before, each copy was processed
+    # and counted, and the line said the server sent more than 1 packet with CRYPTO data
+    sock, got, answers = udp_peer
+    first: list[bytes] = []
+
+    def initial(datagram: bytes) -> bytes:
+        if not first:
+            first.append(datagram)
+        dcid, scid = _cids(first[0])
+        frames = w.crypto_frame(0, b"\x02\x00\x00\x40" + bytes(8)) + bytes(20)
+        header = w.long_header(0, scid, b"\x05" * 8, 0, len(frames), b"")
+        return w.seal(w.PacketKeys.initial(dcid, "server"), header, 0, 2, frames)
+    answers.append(initial)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
+                  "--max-records", "1", "--json", timeout=30)
+    assert res.returncode == EXIT_NETWORK, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("(last: Initial packet number 0 again (RFC 9000 12.3))"), line
+    quic = json.loads(res.stdout)["quic"]
+    assert quic["ignored"] == quic["datagrams_received"] - 1 > 0

@@ -26,7 +26,8 @@ class Relay:
     Handshake packet is delivered right after its next one; `server_pass`: whether a server
     datagram is delivered (given the datagrams delivered so far); `forge`: called with each
     client datagram, what it returns is sent back to the client; `alter`: what a server
-    datagram becomes on its way to the client."""
+    datagram becomes on its way to the client; `alter_client`: what a client datagram becomes
+    on its way to the server."""
 
     def __init__(self, server_port: int) -> None:
         self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -40,6 +41,7 @@ class Relay:
         self.server_pass: Callable[[list[bytes]], bool] = lambda _: True
         self.forge: Callable[[bytes], list[bytes]] = lambda _: []
         self.alter: Callable[[bytes], bytes] = lambda data: data
+        self.alter_client: Callable[[bytes], bytes] = lambda data: data
         self.from_client: list[bytes] = []     # as tlsprobe sent them
         self.client_times: list[float] = []    # when each arrived
         self.to_server: list[bytes] = []       # as the server received them
@@ -68,8 +70,9 @@ class Relay:
                     self._moved.notify_all()
                 if len(self.from_client) - 1 not in self.drop_client and \
                         not self.drop_if(data):
-                    self.to_server.append(data)
-                    self.back.send(data)
+                    sent = self.alter_client(data)
+                    self.to_server.append(sent)
+                    self.back.send(sent)
                 for forged in self.forge(data):
                     self._deliver(forged)
             if self.back in ready:

@@ -298,8 +298,16 @@ def test_a_peer_answering_without_handshake_data_is_not_said_silent(
     # a peer answering each datagram with an Initial PING (keys of our first Initial):
     # thousands of packets come back, none with CRYPTO data; the timeout said "no QUIC
     # answer", which was false
+    # (each with a packet number of its own: a copy of one is discarded, RFC 9000 12.3)
+    from tlsprobe.net import quic_wire as w
     sock, got, answers = udp_peer
-    answers.append(lambda d: _server_initial(got[0], b"\x01"))
+
+    def ping(datagram: bytes) -> bytes:
+        dcid, scid = _cids(got[0])
+        pn = len(got) % 60000
+        header = w.long_header(0, scid, b"\x05" * 8, pn, 20, b"")
+        return w.seal(w.PacketKeys.initial(dcid, "server"), header, pn, 2, b"\x01" + bytes(19))
+    answers.append(ping)
     res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "2",
                   "--json", timeout=30)
     assert res.returncode == EXIT_NETWORK
@@ -341,6 +349,21 @@ def test_bad_transport_parameters_are_closed_with_their_error_code(
     [line] = res.stderr.strip().splitlines()
     assert line.endswith("server's stateless_reset_token is not 16 bytes (RFC 9000 18.2)")
     assert json.loads(res.stdout)["quic"]["closed_by_us"] == 0x8
+
+
+def test_encrypted_extensions_without_transport_parameters(
+        quic_server: Any, run_cli: Callable[..., Any]) -> None:
+    # aioquic leaving quic_transport_parameters out of its EncryptedExtensions: RFC 9001 8.2
+    # wants missing_extension (0x16d); the line said "server's
+    # original_destination_connection_id is not the one we sent", which it never sent
+    server = quic_server(no_parameters=True)
+    res = _probe(run_cli, server, "--json")
+    assert res.returncode == EXIT_PROTOCOL, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server's EncryptedExtensions has no quic_transport_parameters "
+                         "extension (RFC 9001 8.2: missing_extension)"), line
+    quic = json.loads(res.stdout)["quic"]
+    assert quic["closed_by_us"] == 0x100 + 109 and quic["transport_parameters"] is None
 
 
 @pytest.mark.parametrize("code, name", [(0x9, "CONNECTION_ID_LIMIT_ERROR"),

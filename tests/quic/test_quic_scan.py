@@ -99,6 +99,25 @@ def test_silent_udp_peer_is_a_network_error(run_cli: Callable[..., Any]) -> None
     assert "no connection of the audit was answered" in line
 
 
+def test_scan_timeout_names_what_was_ignored(udp_peer: Any,
+                                             run_cli: Callable[..., Any]) -> None:
+    # a peer answering each datagram with one tlsprobe cannot read: the probe's timeout line
+    # names it ("ignored N datagrams or packets (last: ...)"); the audit's said only "timed
+    # out waiting for the server (after 1 attempt, no retries)"
+    from tlsprobe.errors import EXIT_NETWORK
+    sock, _, answers = udp_peer
+    answers.append(b"\x40" + b"garbage" * 5)   # a short header for another connection
+    target = f"127.0.0.1:{sock.getsockname()[1]}"
+    res = run_cli("scan", target, "--quic", "--checks", "versions", "--json", "--no-progress",
+                  "--timeout", "1", "--retries", "0", timeout=60)
+    assert res.returncode == EXIT_NETWORK, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert re.search(r"timed out waiting for the server \(no QUIC answer for 1\.0 s\) after "
+                     r"\d Initial transmissions; ignored \d+ datagrams or packets \(last: "
+                     r"1-RTT packet for another connection ID\)", line), line
+    assert "(last: 1-RTT packet for another connection ID)" in json.loads(res.stdout)["error"]
+
+
 def test_nothing_listening_is_not_retried(run_cli: Callable[..., Any]) -> None:
     import socket
     from tlsprobe.errors import EXIT_NETWORK

@@ -100,7 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for name, metavar, what in (
             ("max_message", "BYTES", "largest handshake message accepted"),
             ("max_chain", "N", "most certificates accepted in the server's chain"),
-            ("max_records", "N", "most records read from the server"),
+            ("max_records", "N", "most records read from the server (with --quic: its QUIC packets with CRYPTO data)"),
             ("max_bytes", "BYTES", "most bytes read from the server")):
         o.add_argument("--" + name.replace("_", "-"), type=whole_number(1, LIMIT_MAXIMA[name]),
                        metavar=metavar, help=f"{what}, 1 to {LIMIT_MAXIMA[name]} (default "
@@ -229,9 +229,11 @@ def run(args: argparse.Namespace) -> int:
     connect = None
     if quic is not None:
         from dataclasses import replace
-        config, connect = quic.setup(request.config, request.timeout,
-                                     request.options().limits.max_message)
-        request = replace(request, config=config)
+
+        from tlsprobe.probes.quic import engine_limits
+        limits = request.options().limits
+        config, connect = quic.setup(request.config, request.timeout, limits)
+        request = replace(request, config=config, limits=engine_limits(limits))
     _check_files(args)
     _hello_notes(request.config)
     if request.starttls_note is not None:

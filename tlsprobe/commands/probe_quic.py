@@ -13,6 +13,7 @@ from typing import TextIO
 
 from tlsprobe.commands.quic_option import quic_versions
 from tlsprobe.engine import config as cfg
+from tlsprobe.engine.guards import Limits
 from tlsprobe.errors import UsageError
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.transport import Connector, NotApplicable
@@ -37,12 +38,13 @@ class QuicProbe:
         self.args = args
         self.info: QuicInfo | None = None
 
-    def setup(self, config: cfg.ClientConfig, timeout: float, max_message: int
+    def setup(self, config: cfg.ClientConfig, timeout: float, limits: Limits
               ) -> tuple[cfg.ClientConfig, Connector]:
         """The QUIC ClientHello configuration and the connector (which fills `info`;
-        `max_message`: the probe's --max-message, which bounds CRYPTO data too)."""
+        `limits`: the probe's, --max-message bounds CRYPTO data too, --max-records the
+        server's packets with CRYPTO data: probes/quic.py `quic_setup`)."""
         setup = quic_setup(config, timeout, quic_versions(self.args),
-                           alpn_given=self.args.alpn is not None, max_message=max_message)
+                           alpn_given=self.args.alpn is not None, limits=limits)
         if isinstance(setup, NotApplicable):   # the versions are checked above
             raise UsageError(f"--ciphersuites: {setup.reason}")
         self.info = setup.info

@@ -15,7 +15,8 @@ use (v2: RFC 9369); a server's first Initial in another version we offered in
 version_information moves the connection to that version (RFC 9368 compatible version
 negotiation), which its transport parameters must confirm.
 
-Bounded: CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
+Bounded: the server's packets with CRYPTO data (--max-records, which over QUIC counts
+them: the engine's records are only our framing of that data), CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
 it, or past the out-of-order ranges kept, a limit of ours, closed with
 CRYPTO_BUFFER_EXCEEDED), packets waiting for keys, frames per packet. Peer faults end as
 HandshakeFailure (protocol, closed, alert).
@@ -23,15 +24,14 @@ HandshakeFailure (protocol, closed, alert).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from tlsprobe.engine.common import HandshakeFailure
-from tlsprobe.engine.interface import Waiting
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.errors import FailureKind
-from tlsprobe.net import quic_params as qp
 from tlsprobe.net import quic_wire as w
-from tlsprobe.net.quic_info import QuicInfo
+from tlsprobe.net.quic_info import QuicInfo, frame_name
+from tlsprobe.net.quic_records import EngineRecords
 from tlsprobe.net.quic_versions import VersionHandling
 from tlsprobe.session.flow import MAX_MESSAGE
 
@@ -41,14 +41,18 @@ if TYPE_CHECKING:
 MAX_CRYPTO = w.MAX_CRYPTO
 MAX_WAITING = 32            # packets kept until their keys are known
 DATAGRAM = 1200             # our datagrams that carry an Initial are padded to this size
-RECORD = 16384
+INITIAL_ROOM = 512          # CRYPTO bytes an Initial keeps beside a long Retry token
+MAX_INITIAL = 65507         # the largest UDP datagram (IPv4): our longest Initial datagram
+MAX_PACKETS = 4096          # the server's packets with CRYPTO data (--max-records)
 
 
-class QuicConnection(VersionHandling):
+class QuicConnection(VersionHandling, EngineRecords):
     """Packet-level state of one client connection (see the module docstring)."""
 
-    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE) -> None:
+    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE,
+                 max_packets: int = MAX_PACKETS) -> None:
         self.info = info
+        self.max_packets = max_packets      # --max-records over QUIC: packets with CRYPTO
         self.engine: Handshake | None = None
         self.scid = info.scid
         self.original_dcid = info.original_dcid
@@ -79,6 +83,7 @@ class QuicConnection(VersionHandling):
         self.alert: int | None = None       # a TLS alert the server closed with
         self.heard = False                  # any packet from the server opened
         self.opened = 0                     # packets from the server opened
+        self.crypto_packets = 0             # of them, with CRYPTO data (--max-records)
         self.hello_mark = 0                 # server Initial CRYPTO bytes when our last hello left
         self.reset = False                  # the server sent a stateless reset
         self.retried = False
@@ -185,19 +190,22 @@ class QuicConnection(VersionHandling):
                              self.token if space == w.INITIAL else None,
                              version=self.version)
 
-    def _send(self, space: int, frames: bytes) -> None:
-        """Seal one packet in `space` (with a due ACK) and queue it as one datagram."""
+    def _send(self, space: int, frames: bytes, size: int = 0) -> None:
+        """Seal one packet in `space` (with a due ACK) and queue it as one datagram, padded
+        to `size` bytes (an Initial: to `initial_size`)."""
         keys = self.send_keys.get(space)
         if keys is None:
             return
         if self.ack_due[space] and self.received[space]:
             frames = w.ack_frame(self.received[space]) + frames
             self.ack_due[space] = False
-        if space == w.INITIAL:
-            frames += bytes(max(0, DATAGRAM - len(self._long_header(space, 0)) - 16 -
-                                len(frames)))
-        frames += bytes(max(0, 4 - len(frames)))       # room for the protection sample
         pn = self.pn[space]
+        if space == w.INITIAL:
+            size = self.initial_size()
+        header_size = len(self._long_header(space, 0)) if space != w.APPLICATION else \
+            len(w.short_header(self.dcid, pn))
+        frames += bytes(max(0, size - header_size - 16 - len(frames)))
+        frames += bytes(max(0, 4 - len(frames)))       # room for the protection sample
         header = (self._long_header(space, len(frames)) if space != w.APPLICATION
                   else w.short_header(self.dcid, pn))
         self.outbox.append(w.seal(keys, header, pn, 2, frames))
@@ -211,12 +219,22 @@ class QuicConnection(VersionHandling):
             if self.ack_due[space] and not self.closed:
                 self._send(space, b"")
 
+    def initial_size(self) -> int:
+        """The size of our datagrams that carry an Initial: 1,200 bytes (RFC 9000 14.1),
+        larger when the Retry token would leave less than INITIAL_ROOM bytes of CRYPTO data
+        (14.1 sets 1,200 as the least, not the most), up to MAX_INITIAL."""
+        header = len(self._long_header(w.INITIAL, 0)) + 16 + 12
+        return min(MAX_INITIAL, max(DATAGRAM, header + INITIAL_ROOM))
+
     def _send_initial(self, start: int, data: bytes) -> int:
         """Initial CRYPTO data in as many padded packets as it needs; returns the count."""
-        room = DATAGRAM - len(self._long_header(w.INITIAL, 0)) - 16 - 12
-        if room < 100:
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server's Retry token leaves no "
-                                   "room for CRYPTO data in a 1200-byte Initial packet")
+        room = self.initial_size() - len(self._long_header(w.INITIAL, 0)) - 16 - 12
+        if room < 100:   # our bound (a token this long fills a UDP datagram): no fault
+            self.send_close(0x1)
+            raise HandshakeFailure(FailureKind.LIMIT, f"server's Retry token of "
+                                   f"{len(self.token)} bytes leaves no room for CRYPTO data "
+                                   f"in an Initial datagram of {MAX_INITIAL} bytes, the "
+                                   "largest UDP datagram and tlsprobe's limit")
         for i in range(0, len(data), room):
             self._send(w.INITIAL, w.crypto_frame(start + i, data[i:i + room]))
         return -(-len(data) // room)
@@ -297,10 +315,22 @@ class QuicConnection(VersionHandling):
         except ValueError as exc:
             self.info.ignore(f"{packet.kind} packet: {exc}")
             return
+        if pn in self.received[space]:   # RFC 9000 12.3: a packet number is processed once
+            self.info.ignore(f"{packet.kind} packet number {pn} again (RFC 9000 12.3)")
+            return
+        wrong = w.not_permitted(space, frames)
+        if wrong is not None:
+            self.send_close(0xA)
+            article = "an" if packet.kind == "Initial" else "a"
+            raise HandshakeFailure(FailureKind.PROTOCOL, f"server sent a "
+                                   f"{frame_name(wrong.type)} frame in {article} {packet.kind} "
+                                   "packet "
+                                   "(RFC 9000 12.4 forbids it there: PROTOCOL_VIOLATION)")
         if space == w.INITIAL and not self.heard:
             self.dcid = packet.scid       # the server's chosen connection ID from now on
         self.heard = True
         self.opened += 1
+        self._count_crypto(frames)
         self.largest[space] = max(self.largest[space], pn)
         if len(self.received[space]) < 4096:
             self.received[space].add(pn)
@@ -309,6 +339,20 @@ class QuicConnection(VersionHandling):
             self._frame(space, packet.kind, frame)
             if frame.ack_eliciting:
                 self.ack_due[space] = True
+
+    def _count_crypto(self, frames: list[w.Frame]) -> None:
+        """--max-records over QUIC: the server's packets with CRYPTO data (what feeds the
+        engine, as records do over TCP; ACK and PING packets cost no memory, and the
+        deadline bounds them) past it are our limit, no fault of the server's."""
+        if not any(f.type == 0x06 for f in frames):
+            return
+        self.crypto_packets += 1
+        if self.crypto_packets > self.max_packets:
+            self.send_close(0x100 + 80)
+            raise HandshakeFailure(FailureKind.LIMIT, "server sent more than "
+                                   f"{self.max_packets} QUIC packets with CRYPTO data, "
+                                   "tlsprobe's limit (--max-records, which counts them over "
+                                   "QUIC, raises it)")
 
     def _frame(self, space: int, kind: str, frame: w.Frame) -> None:
         if frame.type == 0x06:
@@ -320,6 +364,8 @@ class QuicConnection(VersionHandling):
                                        f"over tlsprobe's limit: {exc}") from None
         elif frame.type == 0x1E:
             self.info.handshake_done = True
+        elif frame.type == 0x1A and not self.closed:   # RFC 9000 8.2.2: answered at once,
+            self._send(space, b"\x1b" + frame.data, DATAGRAM)   # in 1,200 bytes or more
         elif frame.type in (0x1C, 0x1D):
             reason = frame.data[:200].decode("latin-1")
             self.peer_closed = self.info.closed_by_server = (frame.error, reason)
@@ -335,63 +381,3 @@ class QuicConnection(VersionHandling):
         for packet in waiting:
             self._packet(packet)
         self.flush()
-
-    # -- records for the engine ----------------------------------------------------------
-    def records(self) -> bytes:
-        """The next bytes for the engine, of one epoch (the engine must read each epoch's
-        records before the next epoch's keys exist); b"" when nothing is ready."""
-        engine = self.engine
-        initial = self.crypto_in[w.INITIAL].ready
-        if initial:
-            data = bytes(initial)
-            initial.clear()
-            return b"".join(b"\x16\x03\x03" + len(c).to_bytes(2, "big") + c
-                            for c in _chunks(data))
-        waiting = engine.waiting_for if engine is not None else Waiting.NOTHING_YET
-        for space in (w.HANDSHAKE, w.APPLICATION):
-            ready = self.crypto_in[space].ready
-            prot = self.server_prot.get(space)
-            if not ready or prot is None or (space == w.APPLICATION
-                                             and waiting != Waiting.CONNECTED):
-                continue
-            data = bytes(ready)
-            ready.clear()
-            if space == w.HANDSHAKE:
-                self._read_parameters(data)
-            return b"".join(prot.encrypt(22, c) for c in _chunks(data))
-        if self.alert is not None:
-            alert, self.alert = bytes([2, self.alert]), None
-            space = w.APPLICATION if waiting == Waiting.CONNECTED else w.HANDSHAKE
-            prot = self.server_prot.get(space)
-            return prot.encrypt(21, alert) if prot is not None else \
-                b"\x15\x03\x03\x00\x02" + alert
-        return b""
-
-    def _read_parameters(self, data: bytes) -> None:
-        """Find EncryptedExtensions in the server's Handshake stream and read 0x39."""
-        if self.info.transport_parameters is not None or \
-                len(self.hs_stream) > self.crypto_limit:
-            return
-        self.hs_stream += data
-        try:
-            params = qp.server_parameters(bytes(self.hs_stream))
-        except ValueError as exc:
-            self._parameter_error(qp.Problem(qp.TRANSPORT_PARAMETER_ERROR, "server's "
-                                             f"quic_transport_parameters are malformed: {exc}"))
-        if params is None:
-            return
-        self.info.transport_parameters = params
-        problem = qp.server_problem(params, self.original_dcid, self.version,
-                                    self.info.negotiated_from is not None)
-        if problem:
-            self._parameter_error(problem)
-
-    def _parameter_error(self, problem: qp.Problem) -> NoReturn:
-        """The server's transport parameters break a rule: our CONNECTION_CLOSE names it
-        (RFC 9000 7.4: TRANSPORT_PARAMETER_ERROR; RFC 9368 4: VERSION_NEGOTIATION_ERROR)."""
-        self.send_close(problem.code)
-        raise HandshakeFailure(FailureKind.PROTOCOL, problem.text)
-
-
-def _chunks(data: bytes) -> list[bytes]:
-    return [data[i:i + RECORD] for i in range(0, len(data), RECORD)]

@@ -28,7 +28,8 @@ QUIC_ERRORS = {0x0: "NO_ERROR", 0x1: "INTERNAL_ERROR", 0x2: "CONNECTION_REFUSED"
 
 _FRAME_NAMES = {0x00: "PADDING", 0x01: "PING", 0x02: "ACK", 0x03: "ACK", 0x06: "CRYPTO",
                 0x07: "NEW_TOKEN", 0x18: "NEW_CONNECTION_ID", 0x1C: "CONNECTION_CLOSE",
-                0x1D: "CONNECTION_CLOSE", 0x1E: "HANDSHAKE_DONE"}
+                0x1A: "PATH_CHALLENGE", 0x1B: "PATH_RESPONSE", 0x1D: "CONNECTION_CLOSE",
+                0x1E: "HANDSHAKE_DONE"}
 
 
 @dataclass(frozen=True)
@@ -163,10 +164,13 @@ def close_text(code: int, application: bool) -> str:
     return f"application error 0x{code:x}" if application else _error(code)
 
 
+def frame_name(ftype: int) -> str:
+    """A frame type's name (RFC 9000 19), its number when tlsprobe has none."""
+    return "STREAM" if 0x08 <= ftype <= 0x0F else _FRAME_NAMES.get(ftype, f"0x{ftype:02x}")
+
+
 def _frame_text(frame: w.Frame) -> str:
-    name = _FRAME_NAMES.get(frame.type, f"0x{frame.type:02x}")
-    if 0x08 <= frame.type <= 0x0F:
-        name = "STREAM"
+    name = frame_name(frame.type)
     if frame.type == 0x06:
         return f"CRYPTO(offset={frame.offset}, {len(frame.data)} bytes)"
     if frame.type in (0x02, 0x03):

@@ -73,6 +73,11 @@ def parse_parameters(data: bytes) -> list[tuple[int, int | bytes]]:
 
 TRANSPORT_PARAMETER_ERROR = 0x08     # RFC 9000 20.1
 VERSION_NEGOTIATION_ERROR = 0x11     # RFC 9368 10.2
+MISSING_EXTENSION = 0x100 + 109      # RFC 9001 8.2: the TLS alert missing_extension
+
+
+class NoParameters(ValueError):
+    """The server's EncryptedExtensions has no quic_transport_parameters extension."""
 
 
 class Problem(NamedTuple):
@@ -122,14 +127,18 @@ def describe(pid: int, value: int | bytes) -> tuple[str, str]:
 
 def server_parameters(stream: bytes) -> list[tuple[int, int | bytes]] | None:
     """The transport parameters of the EncryptedExtensions that begins the server's
-    Handshake CRYPTO `stream` (empty when it has none); None until the message is whole."""
+    Handshake CRYPTO `stream`; None until the message is whole; NoParameters when it has
+    no quic_transport_parameters extension (ValueError when malformed)."""
     if len(stream) < 4 or stream[0] != 8:
         return None
     size = int.from_bytes(stream[1:4], "big")
     if len(stream) < 4 + size:
         return None
     raw = encrypted_extensions_parameters(stream[:4 + size])
-    return parse_parameters(raw) if raw is not None else []
+    if raw is None:
+        raise NoParameters("server's EncryptedExtensions has no quic_transport_parameters "
+                           "extension (RFC 9001 8.2: missing_extension)")
+    return parse_parameters(raw)
 
 
 def encrypted_extensions_parameters(message: bytes) -> bytes | None:

@@ -4,8 +4,9 @@ functions, no sockets.
 Variable-length integers, packet protection keys, header protection, sealing, opening and
 the Retry integrity tag come from wire.quic (shared with the capture reader); here: long and
 short headers (built), the packets of a datagram (split), the frames the handshake needs
-(PADDING, PING, ACK, CRYPTO, CONNECTION_CLOSE, HANDSHAKE_DONE; others are skipped when their
-length is known) and the CRYPTO stream reassembly. Every reader raises ValueError on bytes
+(PADDING, PING, ACK, CRYPTO, CONNECTION_CLOSE, HANDSHAKE_DONE, PATH_CHALLENGE and
+PATH_RESPONSE; others are skipped when their length is known), which frames a packet type
+may carry and the CRYPTO stream reassembly. Every reader raises ValueError on bytes
 it cannot read, never IndexError.
 """
 
@@ -38,7 +39,7 @@ from tlsprobe.wire.quic import (
 __all__ = ["APPLICATION", "HANDSHAKE", "INITIAL", "QUIC_V1", "QUIC_V2", "SALT_V1", "SALT_V2",
            "SUITES", "VERSIONS", "CryptoLimit", "CryptoStream", "Frame", "Packet", "PacketKeys",
            "ack_frame", "close_frame", "crypto_frame", "crypto_limit", "decode_pn",
-           "has_finished", "long_header", "new_connection_ids", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
+           "has_finished", "long_header", "new_connection_ids", "not_permitted", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
            "seal", "short_header", "split_datagram", "unprotect", "varint", "version_name"]
 
 INITIAL, HANDSHAKE, APPLICATION = 0, 2, 3     # packet number spaces (0-RTT unused)
@@ -223,6 +224,9 @@ def parse_frames(payload: bytes) -> list[Frame]:
             size, p = pull_varint(payload, p)
             reason, p = pull_bytes(payload, p, size)
             frames.append(Frame(ftype, data=reason, error=error))
+        elif ftype in (0x1A, 0x1B):   # PATH_CHALLENGE, PATH_RESPONSE (RFC 9000 19.17-18)
+            data, p = pull_bytes(payload, p, 8)
+            frames.append(Frame(ftype, data=data))
         elif ftype == 0x07:
             size, p = pull_varint(payload, p)
             _, p = pull_bytes(payload, p, size)
@@ -249,6 +253,19 @@ def parse_frames(payload: bytes) -> list[Frame]:
         else:
             raise ValueError(f"unknown frame type 0x{ftype:x}")
     return frames
+
+
+#: the frames an Initial or Handshake packet may carry (RFC 9000 12.4, table 3): PADDING,
+#: PING, ACK, CRYPTO and the transport CONNECTION_CLOSE
+HANDSHAKE_FRAMES = frozenset({0x00, 0x01, 0x02, 0x03, 0x06, 0x1C})
+
+
+def not_permitted(space: int, frames: list[Frame]) -> Frame | None:
+    """The first frame a packet of `space` may not carry (RFC 9000 12.4: a connection
+    error of type PROTOCOL_VIOLATION), or None."""
+    if space == APPLICATION:
+        return None
+    return next((f for f in frames if f.type not in HANDSHAKE_FRAMES), None)
 
 
 def _ack(payload: bytes, p: int, ftype: int) -> tuple[Frame, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tlsprobe.engine.config import ClientConfig
+from tlsprobe.engine.guards import Limits
 from tlsprobe.errors import UsageError
 from tlsprobe.net.quic import quic_connector
 from tlsprobe.net.quic_hello import quic_hello
@@ -25,7 +26,6 @@ from tlsprobe.net.transport import Connector, NotApplicable
 from tlsprobe.probes.probe import ProbeOptions, ProbeRun, run_probe
 from tlsprobe.session.flow import (
     CLIENT,
-    MAX_MESSAGE,
     AlertEvent,
     ChangeCipherSpecEvent,
     Event,
@@ -45,18 +45,31 @@ class QuicSetup:
 
 
 def quic_setup(config: ClientConfig, timeout: float, versions: tuple[int, ...] = (QUIC_V1,),
-               *, alpn_given: bool = False, max_message: int = MAX_MESSAGE
+               *, alpn_given: bool = False, limits: Limits | None = None
                ) -> QuicSetup | NotApplicable:
     """The QUIC form of the probe's hello (`alpn_given`: the caller named the ALPN
     protocols in `config`; else h3) and its connector (`versions`: ours first, as
-    net/quic.py `quic_connector`; `max_message`: the probe's limit, which bounds each
-    epoch's CRYPTO data too), or why QUIC cannot carry that hello."""
-    connect, info = quic_connector(timeout, versions=versions, max_message=max_message)
+    net/quic.py `quic_connector`; `limits`: the probe's, as the user gave them: its
+    --max-message bounds each epoch's CRYPTO data too, its --max-records the server's QUIC
+    packets with CRYPTO data), or why QUIC cannot carry that hello."""
+    limits = limits or Limits()
+    connect, info = quic_connector(timeout, versions=versions,
+                                   max_message=limits.max_message,
+                                   max_packets=limits.max_records)
     hello = quic_hello(config, info.scid, info.version, info.offered,
                        alpn=config.alpn if alpn_given else None)
     if isinstance(hello, NotApplicable):
         return hello
     return QuicSetup(hello, connect, info)
+
+
+def engine_limits(limits: Limits) -> Limits:
+    """The engine's limits over QUIC: its records are tlsprobe's own framing of CRYPTO data
+    (net/quic_conn.py `records`), not anything the server sent, so --max-records bounds the
+    server's packets with CRYPTO data instead (the connection counts them) and the engine's count is set
+    where it never comes first: each packet adds at most one record per 16 KiB of its
+    (at most 64 KiB) data and one more, plus the record of a closing alert."""
+    return replace(limits, max_records=5 * limits.max_records + 1)
 
 
 def quic_view(run: ProbeRun, info: QuicInfo) -> ProbeRun:
@@ -91,11 +104,13 @@ def run_quic_probe(target: Target, options: ProbeOptions,
     """Probe one server over QUIC: the run (as `quic_view` shows it) and the QUIC side. A
     hello QUIC cannot carry is a UsageError (before any packet is sent)."""
     setup = quic_setup(options.config, options.timeout, versions, alpn_given=alpn_given,
-                       max_message=options.limits.max_message)
+                       limits=options.limits)
     if isinstance(setup, NotApplicable):
         raise UsageError(setup.reason)
-    run = run_probe(target, replace(options, config=setup.config), connect=setup.connect)
+    run = run_probe(target, replace(options, config=setup.config,
+                                    limits=engine_limits(options.limits)),
+                    connect=setup.connect)
     return quic_view(run, setup.info), setup.info
 
 
-__all__ = ["QuicSetup", "quic_setup", "quic_view", "run_quic_probe"]
+__all__ = ["QuicSetup", "engine_limits", "quic_setup", "quic_view", "run_quic_probe"]

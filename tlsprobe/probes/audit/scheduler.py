@@ -363,7 +363,8 @@ class Scheduler:
             if hs.messages.server_hello is not None and job.stop != STOP_HELLO:
                 return outcome_of(hs, reason="timed out waiting for the rest of the "
                                   "server's flight")
-            raise _Retryable("timed out waiting for the server") from None
+            raise _Retryable(exc.reason) from None   # as the transport says it (QUIC: what
+            # came and was ignored, net/quic.py QuicCore._timeout), as the probe does
         if exc.cause == "refused":   # QUIC: an ICMP port unreachable after our Initial
             return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
         if exc.cause == "reset":
