@@ -280,10 +280,15 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     now = now or datetime.datetime.now(datetime.UTC)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
-    try:
-        chain = [load_certificate(d) for d in ders]
-    except ValueError as exc:
-        return ChainResult(V_UNSPECIFIED, f"unparsable certificate: {exc}")
+    chain = []
+    for i, der in enumerate(ders):
+        try:
+            chain.append(load_certificate(der))
+        except ValueError as exc:   # OpenSSL may read it (BER lengths): not established
+            what = "the leaf" if i == 0 else f"certificate {i} of the chain"
+            text = " ".join(str(exc).split())[:160]
+            return ChainResult(V_UNSPECIFIED, f"{what} cannot be parsed by cryptography "
+                               f"({text}): the chain was not checked", established=False)
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
     result = _judge(chain, ders, hostname, anchors, now, key_sizes)

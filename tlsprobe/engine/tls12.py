@@ -18,6 +18,7 @@ answers each message with a Verdict (engine.verdict); ClientHandshake applies it
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from tlsprobe import kex, registry
 from tlsprobe.engine import keylog, prf
@@ -300,11 +301,10 @@ class Tls12Client:
         from cryptography.exceptions import UnsupportedAlgorithm
         try:
             if self.kx == "RSA":
-                from tlsprobe.model.pubkey import load_certificate
-                cert = load_certificate(self.certificates[0])
                 v.signature_detail = "none: RSA key transport (the server's Finished " \
                     "proves its key)"
-                return kex.rsa_encrypt_premaster(cert, offered.legacy_version)
+                return kex.rsa_encrypt_premaster(_transport_key(self.certificates[0]),
+                                                 offered.legacy_version)
             ske = self.ske
             if ske is None or ske.public is None:
                 raise Refusal(UNEXPECTED_MESSAGE, "no server key exchange parameters")
@@ -388,3 +388,15 @@ class Tls12Client:
             self.client_verify_data = verify
             self._send(v, frame(HT.finished, verify))
             v.complete = True
+
+
+def _transport_key(der: bytes) -> Any:
+    """What RSA key transport encrypts to: the leaf certificate (kex/rsa.py takes its key),
+    or the key alone of one `cryptography` does not parse as a whole (engine/verify.py
+    `leaf_key`; its SignatureError is a ValueError, the caller's refusal)."""
+    from tlsprobe.model.pubkey import load_certificate
+    try:
+        return load_certificate(der)
+    except ValueError:
+        from tlsprobe.engine.verify import leaf_key
+        return leaf_key(der)[0]
