@@ -94,6 +94,9 @@ def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
     assert re.search(r"^Handshake +complete$", out, re.M), out
     assert "  a: EC secp256r1 256 bits; (not read)" in out and "  v: (not read)" in out, out
     assert "no subjectAltName" not in out, out   # it has one: it was not read
+    full = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca, "--full",
+                   "--timeout", "10").stdout
+    assert "  serial (not read)" in full, full
 
 
 @pytest.mark.needs_impl("openssl")

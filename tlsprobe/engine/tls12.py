@@ -18,7 +18,6 @@ answers each message with a Verdict (engine.verdict); ClientHandshake applies it
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from tlsprobe import kex, registry
 from tlsprobe.engine import keylog, prf
@@ -303,7 +302,8 @@ class Tls12Client:
             if self.kx == "RSA":
                 v.signature_detail = "none: RSA key transport (the server's Finished " \
                     "proves its key)"
-                return kex.rsa_encrypt_premaster(_transport_key(self.certificates[0]),
+                from tlsprobe.engine.verify import transport_key
+                return kex.rsa_encrypt_premaster(transport_key(self.certificates[0]),
                                                  offered.legacy_version)
             ske = self.ske
             if ske is None or ske.public is None:
@@ -388,15 +388,3 @@ class Tls12Client:
             self.client_verify_data = verify
             self._send(v, frame(HT.finished, verify))
             v.complete = True
-
-
-def _transport_key(der: bytes) -> Any:
-    """What RSA key transport encrypts to: the leaf certificate (kex/rsa.py takes its key),
-    or the key alone of one `cryptography` does not parse as a whole (engine/verify.py
-    `leaf_key`; its SignatureError is a ValueError, the caller's refusal)."""
-    from tlsprobe.model.pubkey import load_certificate
-    try:
-        return load_certificate(der)
-    except ValueError:
-        from tlsprobe.engine.verify import leaf_key
-        return leaf_key(der)[0]

@@ -29,6 +29,7 @@ from tlsprobe.model import pubkey
 from tlsprobe.model.pubkey import is_dsa_key
 
 if TYPE_CHECKING:
+    from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric.types import (
         CertificatePublicKeyTypes,
     )
@@ -246,3 +247,17 @@ def leaf_key(der: bytes) -> tuple[PublicKey, bool]:
     except ValueError as exc:
         raise SignatureError(f"cannot read the server certificate's public key: {exc}") from None
     return key, pss
+
+
+def transport_key(der: bytes) -> x509.Certificate | rsa.RSAPublicKey:
+    """What RSA key transport encrypts to: the leaf certificate (kex/rsa.py takes its key),
+    or the key alone of one `cryptography` does not parse as a whole (`leaf_key`; its
+    SignatureError is a ValueError, as kex's InvalidShare for a key that is not RSA)."""
+    try:
+        return pubkey.load_certificate(der)
+    except ValueError:
+        key = leaf_key(der)[0]
+    if not isinstance(key, rsa.RSAPublicKey):
+        from tlsprobe.kex import InvalidShare
+        raise InvalidShare(f"RSA key exchange needs an RSA key, the server's is {key_kind(key)}")
+    return key

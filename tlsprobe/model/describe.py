@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.model.facts import CLIENT, AlertFact, HelloFacts, KeyExchangeFacts
@@ -277,7 +277,7 @@ def _unparsed_info(der: bytes, exc: Exception, digest: str, sha1: str) -> Certif
                            "", "", "", digest, san=(NOT_READ,), sha1=sha1)
 
 
-def _key_kind(key: Any, pss: bool) -> tuple[str, int | None]:
+def _key_kind(key: object, pss: bool) -> tuple[str, int | None]:
     """("RSA", 2048), ("EC secp256r1", 256), ... for a public key."""
     from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 

@@ -33,7 +33,7 @@ def url_facts(c: CertificateInfo) -> list[tuple[str, str]]:
 def fact_lines(c: CertificateInfo) -> list[str]:
     """'serial HEX', 'SHA-256 AB:..', 'SHA-1 AB:.. (to compare with browsers)', then one
     'LABEL: value' per extendedKeyUsage and URI kind the certificate has."""
-    out = [f"serial {c.serial or '(none)'}", f"SHA-256 {colons(c.sha256)}"]
+    out = [f"serial {c.serial or '(not read)'}", f"SHA-256 {colons(c.sha256)}"]
     if c.sha1:
         out.append(f"SHA-1 {colons(c.sha1)} (to compare with browsers)")
     return out + [f"{label}: {value}" for label, value in url_facts(c)]
