@@ -94,19 +94,20 @@ def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def issued(leaf_key: PrivateKey | None = None) -> Issued:
-    """A CA (P-256) and a leaf for localhost and 127.0.0.1 it signed, valid now."""
+def issued(leaf_key: PrivateKey | None = None, ca_name: str = "BER Test CA") -> Issued:
+    """A CA (P-256) named `ca_name` and a leaf for localhost and 127.0.0.1 it signed, valid
+    now."""
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = x509.CertificateBuilder().subject_name(_name("BER Test CA")) \
-        .issuer_name(_name("BER Test CA")).public_key(ca_key.public_key()).serial_number(1) \
+    ca = x509.CertificateBuilder().subject_name(_name(ca_name)) \
+        .issuer_name(_name(ca_name)).public_key(ca_key.public_key()).serial_number(1) \
         .not_valid_before(now - datetime.timedelta(days=1)) \
         .not_valid_after(now + datetime.timedelta(days=30)) \
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True) \
         .sign(ca_key, hashes.SHA256())
     key = leaf_key or ec.generate_private_key(ec.SECP256R1())
     leaf = x509.CertificateBuilder().subject_name(_name("localhost")) \
-        .issuer_name(_name("BER Test CA")).public_key(key.public_key()) \
+        .issuer_name(_name(ca_name)).public_key(key.public_key()) \
         .serial_number(0x1234).not_valid_before(now - datetime.timedelta(days=1)) \
         .not_valid_after(now + datetime.timedelta(days=30)) \
         .add_extension(x509.SubjectAlternativeName([
@@ -117,10 +118,11 @@ def issued(leaf_key: PrivateKey | None = None) -> Issued:
     return Issued(ca_key, ca.public_bytes(der), key, leaf.public_bytes(der))
 
 
-def mangled(chain: Issued, edit: str) -> bytes:
-    """The leaf with `edit` (a key of EDITS) applied, signed again by the CA."""
+def mangled(chain: Issued, edit: str, *, ca: bool = False) -> bytes:
+    """The leaf (`ca`: the CA) with `edit` (a key of EDITS) applied, signed again by the
+    CA."""
     index, rewrite = EDITS[edit]
-    tbs, algorithm, _ = children(chain.leaf_der)
+    tbs, algorithm, _ = children(chain.ca_der if ca else chain.leaf_der)
     fields = children(tbs)
     fields[index] = rewrite(fields[index])
     new_tbs = tlv(0x30, b"".join(fields))

@@ -10,6 +10,12 @@ completes with the server's signature checked with the key read from the certifi
 subjectPublicKeyInfo (wire/spki.py), the trust verdict is "not established" with the reason
 (no code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
 scan's certificate.not_verified is inconclusive, and a capture of the handshake shows the key.
+
+The same root in the trust store (--cafile) was dropped without a word: the chain was then
+"20 (unable to get local issuer certificate)", a negative verdict OpenSSL does not reach (0),
+and a store holding only that root was "no certificates found". Now the verdict of an issuer
+not found is not established when the store holds certificates cryptography cannot parse,
+and the usage error names them.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ from typing import Any, Callable
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from tests.helpers.bercert import issued, mangled, write
+from tests.helpers.bercert import issued, mangled, pem, write
 
 #: (the leaf's edit, tlsprobe's version flag, s_client's flag, OpenSSL's verify code,
 #: tlsprobe's --ciphers or None, the key tlsprobe reads)
@@ -137,3 +143,28 @@ def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any]
     connections = data["connections"] if "connections" in data else [data]
     leaf = connections[0]["certificates"][0]
     assert leaf["key_type"] == "EC secp256r1" and leaf["issuer"].startswith("(not read"), leaf
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_root_cryptography_cannot_parse_in_the_trust_store(tls_server: Callable[..., Any],
+                                                             run_cli: Callable[..., Any],
+                                                             tmp_path: Path) -> None:
+    chain = issued()
+    _, leaf, key = write(chain, chain.leaf_der, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)])
+    root = pem(mangled(chain, "serial-long-length", ca=True))
+    bundle, alone = tmp_path / "bundle.pem", tmp_path / "alone.pem"
+    bundle.write_bytes(pem(issued(ca_name="Another CA").ca_der) + root)
+    alone.write_bytes(root)
+    assert _s_client(srv.port, bundle, "-tls1_3", None) == 0   # OpenSSL reads the root
+    assert _s_client(srv.port, alone, "-tls1_3", None) == 0
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", bundle, "--json",
+                  "--timeout", "10")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    verification = json.loads(res.stdout)["verification"]
+    assert verification["code"] is None and verification["ok"] is False, verification
+    assert verification["message"].startswith("not established: ") and \
+        "holds a certificate cryptography cannot parse" in verification["message"], verification
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", alone)
+    assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout)
+    assert "1 certificate in it cannot be parsed by cryptography" in res.stderr, res.stderr

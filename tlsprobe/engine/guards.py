@@ -197,11 +197,12 @@ class ServerInput:
         from cryptography import x509
 
         from tlsprobe.model.pubkey import load_certificate
+        from tlsprobe.wire.spki import has_certificate_shape
         for i, der in enumerate(msg.certificates):
             try:
                 load_certificate(der)
             except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
-                if isinstance(exc, ValueError) and _outlined(der):
+                if isinstance(exc, ValueError) and has_certificate_shape(der):
                     continue   # OpenSSL reads it: not the server's protocol error
                 what = "leaf" if i == 0 else f"entry {i} (of {n})"
                 raise Refusal(BAD_CERTIFICATE, f"server sent a certificate chain whose {what} "
@@ -236,13 +237,3 @@ class ServerInput:
         if isinstance(ev, ApplicationDataEvent) and ev.data:
             return replace(ev, data=b"")
         return ev
-
-
-def _outlined(der: bytes) -> bool:
-    """`der` has a certificate's outline (wire/spki.py `certificate_shape`)."""
-    from tlsprobe.wire.spki import certificate_shape
-    try:
-        certificate_shape(der)
-    except ValueError:
-        return False
-    return True

@@ -111,6 +111,15 @@ def certificate_shape(der: bytes) -> None:
     _spki(der)
 
 
+def has_certificate_shape(der: bytes) -> bool:
+    """`certificate_shape` as a test."""
+    try:
+        certificate_shape(der)
+    except ValueError:
+        return False
+    return True
+
+
 def subject_public_key_info(der: bytes, *, key_too: bool = False) -> bytes:
     """A certificate's subjectPublicKeyInfo as DER (lengths in their shortest form, as
     `cryptography` loads it: serialization.load_der_public_key), read by its outline
@@ -176,4 +185,5 @@ def ec_explicit_parameters(der: bytes) -> bool:
 
 
 __all__ = ["EC_PUBLIC_KEY", "certificate_shape", "der_element", "ec_explicit_parameters",
-           "ec_named_curve", "oid_text", "spki_algorithm", "subject_public_key_info"]
+           "ec_named_curve", "has_certificate_shape", "oid_text", "spki_algorithm",
+           "subject_public_key_info"]
