@@ -72,6 +72,15 @@ def _rsa_key_long(spki: bytes) -> bytes:
     return tlv(0x30, algorithm + tlv(0x03, b"\x00" + inner, long=True), long=True)
 
 
+def _printable_at(subject: bytes) -> bytes:
+    """The first attribute's value as a PrintableString holding '@', which that type does
+    not allow (X.680 41.4): OpenSSL reads it, cryptography refuses the name."""
+    (rdn,) = children(subject)[:1]
+    (attribute,) = children(rdn)
+    oid, _ = children(attribute)
+    return tlv(0x30, tlv(0x31, tlv(0x30, oid + tlv(0x13, b"local@host"))))
+
+
 #: tbsCertificate field index (version first) -> how it is rewritten
 EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "serial-long-length": (1, _long),
@@ -79,6 +88,7 @@ EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "spki-long-length": (6, _long),
     "utctime-without-seconds": (4, _utc_without_seconds),
     "rsa-key-long-lengths": (6, _rsa_key_long),
+    "subject-printablestring-at": (5, _printable_at),
 }
 
 

@@ -1,6 +1,7 @@
 """A server whose leaf certificate is in a BER form OpenSSL reads but `cryptography` refuses
 as a whole (a length in the long form where DER wants the short one: serial number, issuer,
-subjectPublicKeyInfo, the RSA key inside it; a UTCTime without seconds), served by openssl
+subjectPublicKeyInfo, the RSA key inside it; a UTCTime without seconds; a PrintableString
+holding '@'), served by openssl
 s_server and signed again by its CA over the bytes as sent.
 
 `openssl s_client` completes each handshake (verify 0, or 13 for the time it cannot read).
@@ -41,6 +42,8 @@ CASES = {
     "rsa-key-tls12-ske": ("rsa-key-long-lengths", "--tls1_2", "-tls1_2", 0, None, "RSA"),
     "rsa-key-tls12-transport": ("rsa-key-long-lengths", "--tls1_2", "-tls1_2", 0,
                                 "TLS_RSA_WITH_AES_128_GCM_SHA256", "RSA"),
+    "printablestring-tls13": ("subject-printablestring-at", "--tls1_3", "-tls1_3", 0, None,
+                              "EC secp256r1"),
 }
 
 
