@@ -9,8 +9,8 @@ over the bytes as sent: OpenSSL trusts the result (or names the field it refuses
 from __future__ import annotations
 
 import base64
-import ipaddress
 import datetime
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

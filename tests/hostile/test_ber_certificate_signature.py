@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.bercert import issued, mangled
 
 from .catalog import HOLD

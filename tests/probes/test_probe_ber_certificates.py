@@ -23,11 +23,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+
 from tests.helpers.bercert import issued, mangled, pem, write
 
 #: (the leaf's edit, tlsprobe's version flag, s_client's flag, OpenSSL's verify code,
@@ -99,8 +101,8 @@ def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
                   "--timeout", "10")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     out = res.stdout
-    assert re.search(r"^Verification +not established: the leaf cannot be parsed", out, re.M), out
-    assert re.search(r"^Handshake +complete$", out, re.M), out
+    assert re.search(r"^Verification +not established: the leaf cannot be parsed", out, re.MULTILINE), out
+    assert re.search(r"^Handshake +complete$", out, re.MULTILINE), out
     assert "  a: EC secp256r1 256 bits; (not read)" in out and "  v: (not read)" in out, out
     assert "no subjectAltName" not in out, out   # it has one: it was not read
     full = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca, "--full",
@@ -143,7 +145,7 @@ def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any]
     res = run_cli("pcap", pcap, "--json")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     data = json.loads(res.stdout)
-    connections = data["connections"] if "connections" in data else [data]
+    connections = data.get("connections", [data])
     leaf = connections[0]["certificates"][0]
     assert leaf["key_type"] == "EC secp256r1" and leaf["issuer"].startswith("(not read"), leaf
 

@@ -128,3 +128,30 @@ def test_trailing_bytes_or_a_fourth_field_are_no_certificate() -> None:
     for cut in (10, len(der) // 2, len(der) - 1):
         with pytest.raises(ValueError):
             certificate_shape(der[:cut])
+
+
+def _tbs_field_replaced(index: int, field: bytes) -> bytes:
+    der = _certificate(ec.generate_private_key(ec.SECP256R1()))
+    tbs, algorithm, signature = children(der)
+    fields = children(tbs)
+    fields[index] = field
+    return tlv(0x30, tlv(0x30, b"".join(fields)) + algorithm + signature)
+
+
+@pytest.mark.parametrize("index, field", [
+    (1, tlv(0x04, b"\x01")),                                   # serial not an INTEGER
+    (2, tlv(0x30, tlv(0x02, b"\x01"))),                        # algorithm without its OID
+    (3, tlv(0x30, tlv(0x30, b""))),                            # issuer: a SEQUENCE, no SET
+    (4, tlv(0x30, tlv(0x02, b"\x01") * 2)),                    # validity of two INTEGERs
+    (4, tlv(0x30, tlv(0x17, b"260101000000Z") * 3)),           # three times
+    (6, tlv(0x30, tlv(0x30, tlv(0x06, b"\x2a\x03")))),         # key without its BIT STRING
+    (7, tlv(0xA3, tlv(0x30, tlv(0x30, tlv(0x06, b"\x2a\x03"))))),   # extension, no value
+    (7, tlv(0xA3, tlv(0x04, b""))),                            # extensions not a SEQUENCE
+])
+def test_a_tbs_field_of_another_type_is_no_certificate(index: int, field: bytes) -> None:
+    """OpenSSL's decoder refuses these (the fields' ASN.1 types), so the engine's guard
+    still refuses them as unparsable: only lengths and values may be what DER forbids."""
+    with pytest.raises(ValueError):
+        certificate_shape(_tbs_field_replaced(index, field))
+    certificate_shape(_tbs_field_replaced(7, tlv(0xA3, tlv(0x30, tlv(0x30, tlv(
+        0x06, b"\x2a\x03") + tlv(0x01, b"\x00") + tlv(0x04, b"")))))) # a known-good control

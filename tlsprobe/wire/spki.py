@@ -18,7 +18,8 @@ signature is still checked.
 
 from __future__ import annotations
 
-_SEQUENCE, _INTEGER, _BIT_STRING, _OID, _VERSION = 0x30, 0x02, 0x03, 0x06, 0xA0
+_SEQUENCE, _SET, _INTEGER, _BIT_STRING, _OID, _VERSION = 0x30, 0x31, 0x02, 0x03, 0x06, 0xA0
+_BOOLEAN, _OCTET_STRING, _UTC_TIME, _GENERALIZED_TIME = 0x01, 0x04, 0x17, 0x18
 #: id-ecPublicKey (RFC 5480 2.1.1)
 EC_PUBLIC_KEY = "1.2.840.10045.2.1"
 
@@ -96,19 +97,81 @@ def _ec_parameters(der: bytes) -> tuple[int, int, int] | None:
 
 
 def certificate_shape(der: bytes) -> None:
-    """ValueError unless `der` is one certificate by its outline (RFC 5280 4.1: a SEQUENCE of
-    tbsCertificate, signatureAlgorithm and a BIT STRING, nothing after it) with a
-    subjectPublicKeyInfo where the tbsCertificate has it. Lengths may be BER's longer forms,
-    which OpenSSL reads and `cryptography` refuses: such a certificate is the server's, not
-    garbage."""
+    """ValueError unless `der` is one certificate by its ASN.1 outline (RFC 5280 4.1): a
+    SEQUENCE of tbsCertificate, an AlgorithmIdentifier and a BIT STRING, nothing after it;
+    the tbsCertificate's fields each of its type, in order (names as SEQUENCEs of SETs of
+    attribute SEQUENCEs, two times, a subjectPublicKeyInfo, the extensions each an OID, an
+    optional BOOLEAN and an OCTET STRING). Lengths may be BER's longer forms and values
+    what DER or the string types do not allow: OpenSSL reads such a certificate, and
+    `cryptography` refuses it; it is the server's, not garbage."""
     start, end = _expect(der, 0, len(der), _SEQUENCE)
     if end != len(der):
         raise ValueError(f"{len(der) - end} bytes after the certificate")
-    at = _expect(der, start, end, _SEQUENCE)[1]                   # tbsCertificate
-    at = _expect(der, at, end, _SEQUENCE)[1]                      # signatureAlgorithm
+    tbs, tbs_end = _expect(der, start, end, _SEQUENCE)            # tbsCertificate
+    at = _algorithm(der, tbs_end, end)                            # signatureAlgorithm
     if _expect(der, at, end, _BIT_STRING)[1] != end:              # signatureValue
         raise ValueError("more than three fields in the certificate")
-    _spki(der)
+    _tbs_outline(der, tbs, tbs_end)
+
+
+def _tbs_outline(der: bytes, at: int, end: int) -> None:
+    tag, _, stop = der_element(der, at, end)
+    if tag == _VERSION:
+        at = stop
+    at = _expect(der, at, end, _INTEGER)[1]                       # serialNumber
+    at = _algorithm(der, at, end)                                 # signature
+    at = _name(der, at, end)                                      # issuer
+    start, stop = _expect(der, at, end, _SEQUENCE)                # validity
+    for _ in range(2):
+        tag, _, start = der_element(der, start, stop)
+        if tag not in (_UTC_TIME, _GENERALIZED_TIME):
+            raise ValueError(f"DER tag 0x{tag:02x} where a time was expected")
+    if start != stop:
+        raise ValueError("more than two times in the validity")
+    at = _name(der, stop, end)                                    # subject
+    start, stop = _expect(der, at, end, _SEQUENCE)                # subjectPublicKeyInfo
+    if _expect(der, _algorithm(der, start, stop), stop, _BIT_STRING)[1] != stop:
+        raise ValueError("more than two fields in the subjectPublicKeyInfo")
+    at = stop
+    for optional in (0x81, 0x82, 0xA3):                           # unique ids, extensions
+        if at < end and der[at] == optional:
+            tag, start, at = der_element(der, at, end)
+            if tag == 0xA3:
+                _extensions(der, start, at)
+    if at != end:
+        raise ValueError("a field after the tbsCertificate's last")
+
+
+def _algorithm(der: bytes, at: int, end: int) -> int:
+    """The end of the AlgorithmIdentifier at `at` (a SEQUENCE that starts with an OID)."""
+    start, stop = _expect(der, at, end, _SEQUENCE)
+    _expect(der, start, stop, _OID)
+    return stop
+
+
+def _name(der: bytes, at: int, end: int) -> int:
+    """The end of the Name at `at`: a SEQUENCE of SETs of SEQUENCEs, each starting with an
+    attribute type's OID."""
+    at, stop = _expect(der, at, end, _SEQUENCE)
+    while at < stop:
+        start, at = _expect(der, at, stop, _SET)
+        while start < at:
+            start = _algorithm(der, start, at)
+    return stop
+
+
+def _extensions(der: bytes, at: int, end: int) -> None:
+    """[3] EXPLICIT SEQUENCE OF Extension (OID, optional BOOLEAN, OCTET STRING)."""
+    at, stop = _expect(der, at, end, _SEQUENCE)
+    if stop != end:
+        raise ValueError("more than the extensions in [3]")
+    while at < stop:
+        start, at = _expect(der, at, stop, _SEQUENCE)
+        start = _expect(der, start, at, _OID)[1]
+        if start < at and der[start] == _BOOLEAN:
+            start = der_element(der, start, at)[2]
+        if _expect(der, start, at, _OCTET_STRING)[1] != at:
+            raise ValueError("more than three fields in an extension")
 
 
 def has_certificate_shape(der: bytes) -> bool:
