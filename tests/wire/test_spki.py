@@ -16,8 +16,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
+from tests.helpers.bercert import EDITS, children, issued, mangled, tlv
+from tlsprobe.model.pubkey import certificate_key
 from tlsprobe.probes.audit.groups import _CERT_CURVES
-from tlsprobe.wire.spki import ec_named_curve
+from tlsprobe.wire.spki import (
+    EC_PUBLIC_KEY,
+    certificate_shape,
+    ec_named_curve,
+    spki_algorithm,
+    subject_public_key_info,
+)
 
 
 def _certificate(key: object, *, v1: bool = False) -> bytes:
@@ -67,3 +75,83 @@ def test_a_truncated_certificate_is_a_value_error() -> None:
     for cut in (10, len(der) // 2, len(der) - 1):
         with pytest.raises(ValueError):
             ec_named_curve(der[:cut])
+
+
+# -- certificates cryptography refuses as a whole (BER lengths OpenSSL reads) -------------
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_the_key_of_a_ber_certificate_is_cryptographys_key_of_the_der_one(edit: str) -> None:
+    """The edited certificate (tests/helpers/bercert.py) does not load in cryptography; its
+    outline is a certificate's, and its subjectPublicKeyInfo, in DER, is the very key of
+    the certificate before the edit."""
+    chain = issued(rsa.generate_private_key(65537, 2048) if edit.startswith("rsa") else None)
+    der = mangled(chain, edit)
+    with pytest.raises(ValueError):
+        x509.load_der_x509_certificate(der)
+    certificate_shape(der)
+    expected = x509.load_der_x509_certificate(chain.leaf_der).public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    assert subject_public_key_info(der, key_too=True) == expected
+    loads = edit != "rsa-key-long-lengths"   # the key's own lengths need key_too
+    assert (subject_public_key_info(der) == expected) is loads
+    assert spki_algorithm(der) == ("1.2.840.113549.1.1.1" if edit.startswith("rsa")
+                                   else EC_PUBLIC_KEY)
+    assert certificate_key(der)[0].public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo) == expected
+
+
+def test_an_ec_point_is_taken_as_it_is() -> None:
+    """An EC point is no DER element, though its bytes may look like one: it is never
+    rewritten unless key_too is asked (a key that did not load as it was)."""
+    der = _certificate(ec.generate_private_key(ec.SECP256R1()))
+    spki = x509.load_der_x509_certificate(der).public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    assert subject_public_key_info(der) == spki
+
+
+@pytest.mark.parametrize("der", [b"", b"\x30\x00", b"\x30\x03\x02\x01\x00", b"garbage" * 10,
+                                 b"\x30\x80\x30\x00\x30\x00\x03\x01\x00\x00\x00"])
+def test_what_has_no_certificates_outline_is_a_value_error(der: bytes) -> None:
+    with pytest.raises(ValueError):
+        certificate_shape(der)
+    with pytest.raises(ValueError):
+        subject_public_key_info(der)
+
+
+def test_trailing_bytes_or_a_fourth_field_are_no_certificate() -> None:
+    der = _certificate(ec.generate_private_key(ec.SECP256R1()))
+    certificate_shape(der)
+    with pytest.raises(ValueError, match="after the certificate"):
+        certificate_shape(der + b"\x00")
+    body = children(der)
+    with pytest.raises(ValueError, match="more than three"):
+        certificate_shape(tlv(0x30, b"".join(body) + b"\x05\x00"))
+    for cut in (10, len(der) // 2, len(der) - 1):
+        with pytest.raises(ValueError):
+            certificate_shape(der[:cut])
+
+
+def _tbs_field_replaced(index: int, field: bytes) -> bytes:
+    der = _certificate(ec.generate_private_key(ec.SECP256R1()))
+    tbs, algorithm, signature = children(der)
+    fields = children(tbs)
+    fields[index] = field
+    return tlv(0x30, tlv(0x30, b"".join(fields)) + algorithm + signature)
+
+
+@pytest.mark.parametrize("index, field", [
+    (1, tlv(0x04, b"\x01")),                                   # serial not an INTEGER
+    (2, tlv(0x30, tlv(0x02, b"\x01"))),                        # algorithm without its OID
+    (3, tlv(0x30, tlv(0x30, b""))),                            # issuer: a SEQUENCE, no SET
+    (4, tlv(0x30, tlv(0x02, b"\x01") * 2)),                    # validity of two INTEGERs
+    (4, tlv(0x30, tlv(0x17, b"260101000000Z") * 3)),           # three times
+    (6, tlv(0x30, tlv(0x30, tlv(0x06, b"\x2a\x03")))),         # key without its BIT STRING
+    (7, tlv(0xA3, tlv(0x30, tlv(0x30, tlv(0x06, b"\x2a\x03"))))),   # extension, no value
+    (7, tlv(0xA3, tlv(0x04, b""))),                            # extensions not a SEQUENCE
+])
+def test_a_tbs_field_of_another_type_is_no_certificate(index: int, field: bytes) -> None:
+    """OpenSSL's decoder refuses these (the fields' ASN.1 types), so the engine's guard
+    still refuses them as unparsable: only lengths and values may be what DER forbids."""
+    with pytest.raises(ValueError):
+        certificate_shape(_tbs_field_replaced(index, field))
+    certificate_shape(_tbs_field_replaced(7, tlv(0xA3, tlv(0x30, tlv(0x30, tlv(
+        0x06, b"\x2a\x03") + tlv(0x01, b"\x00") + tlv(0x04, b"")))))) # a known-good control

@@ -39,7 +39,11 @@ from tlsprobe.engine.chainpath import (
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
 from tlsprobe.engine.nameconstraints import NOT_JUDGED, name_constraint_problem
-from tlsprobe.engine.truststore import default_cafile, load_trust_store
+from tlsprobe.engine.truststore import (
+    default_cafile,
+    load_trust_store,
+    unparsed_certificates,
+)
 from tlsprobe.model.pubkey import load_certificate
 
 V_OK = 0
@@ -55,6 +59,9 @@ V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
 V_IP_MISMATCH = 64
 V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
+#: the verdicts of an issuer not found in the trust store (or not as the sent one)
+_STORE_CODES = frozenset({V_NO_ISSUER, V_SELF_SIGNED, V_SELF_SIGNED_IN_CHAIN,
+                          V_NO_LOCAL_ISSUER, V_LEAF_UNVERIFIED})
 
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
            V_NO_ISSUER: "unable to get issuer certificate",
@@ -280,10 +287,15 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     now = now or datetime.datetime.now(datetime.UTC)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
-    try:
-        chain = [load_certificate(d) for d in ders]
-    except ValueError as exc:
-        return ChainResult(V_UNSPECIFIED, f"unparsable certificate: {exc}")
+    chain = []
+    for i, der in enumerate(ders):
+        try:
+            chain.append(load_certificate(der))
+        except ValueError as exc:   # OpenSSL may read it (BER lengths): not established
+            what = "the leaf" if i == 0 else f"certificate {i} of the chain"
+            text = " ".join(str(exc).split())[:160]
+            return ChainResult(V_UNSPECIFIED, f"{what} cannot be parsed by cryptography "
+                               f"({text}): the chain was not checked", established=False)
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
     result = _judge(chain, ders, hostname, anchors, now, key_sizes)
@@ -367,6 +379,15 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
         return None, "no trust store found (use --cafile)"
     try:
         anchors = load_trust_store(path)
+        unparsed = unparsed_certificates(path)
     except (OSError, ValueError) as exc:
         return path, f"cannot read trust store: {exc}"
-    return path, verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
+    result = verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
+    if unparsed and result.established and result.code in _STORE_CODES:
+        # OpenSSL reads what cryptography refuses (BER): the issuer may be one of those
+        many = f"{unparsed} certificates" if unparsed > 1 else "a certificate"
+        return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
+                                 f"holds {many} cryptography cannot parse, which OpenSSL "
+                                 "may read: the issuer may be among them",
+                                 established=False)
+    return path, result

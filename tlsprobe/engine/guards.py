@@ -181,8 +181,11 @@ class ServerInput:
         return True
 
     def certificate(self, msg: Certificate, *, parse: bool = True) -> None:
-        """Bounded and parsable: at most --max-chain entries, each one X.509 DER (RFC 5246
-        7.4.2, RFC 8446 4.4.2); OpenSSL refuses a chain with an unparsable entry too.
+        """Bounded and parsable: at most --max-chain entries, each one X.509 certificate
+        (RFC 5246 7.4.2, RFC 8446 4.4.2); OpenSSL refuses a chain with an unparsable entry
+        too. One `cryptography` refuses but OpenSSL reads (BER's longer lengths, a time
+        without seconds) passes when its outline is a certificate's (wire/spki.py): the
+        key is then read from it, and the trust verdict says it was not established.
         `parse=False` (a probe that reads only what the server names): bounded only."""
         n = len(msg.certificate_list)
         if n > self.limits.max_chain:   # ours, not a fault of the chain: internal_error
@@ -194,10 +197,13 @@ class ServerInput:
         from cryptography import x509
 
         from tlsprobe.model.pubkey import load_certificate
+        from tlsprobe.wire.spki import has_certificate_shape
         for i, der in enumerate(msg.certificates):
             try:
                 load_certificate(der)
             except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
+                if isinstance(exc, ValueError) and has_certificate_shape(der):
+                    continue   # OpenSSL reads it: not the server's protocol error
                 what = "leaf" if i == 0 else f"entry {i} (of {n})"
                 raise Refusal(BAD_CERTIFICATE, f"server sent a certificate chain whose {what} "
                               f"is not a parsable DER certificate: {str(exc)[:120]}")

@@ -300,11 +300,11 @@ class Tls12Client:
         from cryptography.exceptions import UnsupportedAlgorithm
         try:
             if self.kx == "RSA":
-                from tlsprobe.model.pubkey import load_certificate
-                cert = load_certificate(self.certificates[0])
                 v.signature_detail = "none: RSA key transport (the server's Finished " \
                     "proves its key)"
-                return kex.rsa_encrypt_premaster(cert, offered.legacy_version)
+                from tlsprobe.engine.verify import transport_key
+                return kex.rsa_encrypt_premaster(transport_key(self.certificates[0]),
+                                                 offered.legacy_version)
             ske = self.ske
             if ske is None or ske.public is None:
                 raise Refusal(UNEXPECTED_MESSAGE, "no server key exchange parameters")

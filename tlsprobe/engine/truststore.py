@@ -5,6 +5,7 @@ usage error before any connection. engine/chain.py verifies chains against it.
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 import warnings
@@ -14,9 +15,10 @@ from cryptography import x509
 
 from tlsprobe.errors import UsageError
 from tlsprobe.model.pubkey import load_certificate
+from tlsprobe.wire.spki import has_certificate_shape
 
 __all__ = ["MAX_TRUST_STORE", "SYSTEM_CAFILES", "TrustStoreTooLarge", "check_cafile",
-           "default_cafile", "load_trust_store"]
+           "default_cafile", "load_trust_store", "unparsed_certificates"]
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
                   "/etc/ssl/cert.pem")
@@ -36,14 +38,17 @@ class TrustStoreTooLarge(ValueError):
 
 
 @lru_cache(maxsize=8)
-def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, ...]:
-    """The certificates of `path`; `stamp` (mtime, inode, device) tells a changed file, and
-    a pipe (`--cafile <(cat a.pem b.pem)`, which can be read once) by its inode alone."""
+def _load(path: str, stamp: tuple[float, int, int]) -> tuple[tuple[x509.Certificate, ...], int]:
+    """The certificates of `path`, and how many others it holds that `cryptography` cannot
+    parse but that have a certificate's outline (BER OpenSSL reads: wire/spki.py); `stamp`
+    (mtime, inode, device) tells a changed file, and a pipe (`--cafile <(cat a.pem b.pem)`,
+    which can be read once) by its inode alone."""
     with open(path, "rb") as fh:
         data = fh.read(MAX_TRUST_STORE + 1)
     if len(data) > MAX_TRUST_STORE:
         raise TrustStoreTooLarge(f"over {MAX_TRUST_STORE // 2**20} MiB: not a trust store")
     certs: list[x509.Certificate] = []
+    unparsed = 0
     marker = b"-----BEGIN CERTIFICATE-----"
     for block in data.split(marker)[1:]:  # one bad certificate must not hide the others
         try:
@@ -51,25 +56,53 @@ def _load(path: str, stamp: tuple[float, int, int]) -> tuple[x509.Certificate, .
                 warnings.simplefilter("ignore")
                 certs.extend(x509.load_pem_x509_certificates(marker + block))
         except ValueError:
+            unparsed += _pem_outlined(block)
             continue
     if not certs and data and marker not in data:
         try:
             certs.append(load_certificate(data))
         except ValueError:
-            pass
-    return tuple(certs)
+            unparsed += has_certificate_shape(data)
+    return tuple(certs), unparsed
+
+
+def _pem_outlined(block: bytes) -> bool:
+    """The PEM certificate after its BEGIN line has a certificate's outline."""
+    end = block.find(b"-----END CERTIFICATE-----")
+    try:
+        der = base64.b64decode(b"".join(block[:end].split()), validate=True)
+    except ValueError:   # (binascii.Error)
+        return False
+    return end >= 0 and has_certificate_shape(der)
+
+
+def _read(path: str) -> tuple[tuple[x509.Certificate, ...], int]:
+    st = os.stat(path)
+    return _load(path, (st.st_mtime if stat.S_ISREG(st.st_mode) else 0.0, st.st_ino,
+                        st.st_dev))
 
 
 def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ...]:
     """Every certificate in a PEM bundle (or one DER file). ValueError when none is there;
     OSError when the file cannot be read."""
     path = os.fspath(path)
-    st = os.stat(path)
-    certs = _load(path, (st.st_mtime if stat.S_ISREG(st.st_mode) else 0.0, st.st_ino,
-                         st.st_dev))
+    certs, unparsed = _read(path)
     if not certs:
-        raise ValueError(f"{path}: no certificates found")
+        raise ValueError(f"{path}: no certificates found" + (
+            f" ({_unparsed_text(unparsed)})" if unparsed else ""))
     return certs
+
+
+def unparsed_certificates(path: str | os.PathLike[str]) -> int:
+    """How many certificates of the trust store `cryptography` cannot parse, though they
+    have a certificate's outline (OpenSSL may read them: a chain's issuer may be among
+    them, so that a verdict of no issuer is not established)."""
+    return _read(os.fspath(path))[1]
+
+
+def _unparsed_text(n: int) -> str:
+    return (f"{n} certificate{'s' if n > 1 else ''} in it cannot be parsed by cryptography, "
+            "though OpenSSL may read them")
 
 
 def check_cafile(path: str, *, contents: bool = True, name: str = "--cafile") -> None:
@@ -89,5 +122,8 @@ def check_cafile(path: str, *, contents: bool = True, name: str = "--cafile") ->
     except TrustStoreTooLarge as exc:
         raise UsageError(f"{name} {path}: {exc}") from None
     except ValueError:
-        raise UsageError(f"{name} {path}: no certificates found (a PEM bundle or one DER "
-                         "certificate is expected)") from None
+        unparsed = unparsed_certificates(path)
+        raise UsageError(f"{name} {path}: " + (
+            f"no certificate tlsprobe can use: {_unparsed_text(unparsed)}" if unparsed else
+            "no certificates found (a PEM bundle or one DER certificate is expected)")) \
+            from None

@@ -29,6 +29,7 @@ from tlsprobe.model import pubkey
 from tlsprobe.model.pubkey import is_dsa_key
 
 if TYPE_CHECKING:
+    from cryptography import x509
     from cryptography.hazmat.primitives.asymmetric.types import (
         CertificatePublicKeyTypes,
     )
@@ -235,12 +236,28 @@ def ske_signed_data(client_random: bytes, server_random: bytes, params: bytes) -
 def leaf_key(der: bytes) -> tuple[PublicKey, bool]:
     """The public key of a DER certificate, and whether it is an RSASSA-PSS key (model/
     pubkey.py `pss_only`: it signs with rsa_pss_pss_* only), from one reading of the
-    certificate; SignatureError when the key cannot be read."""
+    certificate; SignatureError when the key cannot be read. A certificate `cryptography`
+    refuses as a whole (BER lengths: OpenSSL reads it) gives the key of its
+    subjectPublicKeyInfo (model/pubkey.py `certificate_key`): its signatures are checked."""
     try:
-        cert = pubkey.load_certificate(der)
-        key: PublicKey = pubkey.public_key(cert)
+        key: PublicKey
+        key, pss = pubkey.certificate_key(der)
     except UnsupportedAlgorithm as exc:
         raise UnsupportedKey(f"the certificate's key is not supported: {exc}") from None
     except ValueError as exc:
         raise SignatureError(f"cannot read the server certificate's public key: {exc}") from None
-    return key, pubkey.pss_only(cert)
+    return key, pss
+
+
+def transport_key(der: bytes) -> x509.Certificate | rsa.RSAPublicKey:
+    """What RSA key transport encrypts to: the leaf certificate (kex/rsa.py takes its key),
+    or the key alone of one `cryptography` does not parse as a whole (`leaf_key`; its
+    SignatureError is a ValueError, as kex's InvalidShare for a key that is not RSA)."""
+    try:
+        return pubkey.load_certificate(der)
+    except ValueError:
+        key = leaf_key(der)[0]
+    if not isinstance(key, rsa.RSAPublicKey):
+        from tlsprobe.kex import InvalidShare
+        raise InvalidShare(f"RSA key exchange needs an RSA key, the server's is {key_kind(key)}")
+    return key

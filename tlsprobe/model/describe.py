@@ -230,30 +230,16 @@ def certificate_info(der: bytes) -> CertificateInfo:
 def _certificate_info(der: bytes) -> CertificateInfo:
     from cryptography import x509
     from cryptography.exceptions import UnsupportedAlgorithm
-    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
 
-    from tlsprobe.model.pubkey import is_dsa_key, load_certificate, pss_only, public_key
+    from tlsprobe.model.pubkey import load_certificate, pss_only, public_key
     digest, sha1 = hashlib.sha256(der).hexdigest(), hashlib.sha1(der).hexdigest()
     try:
         cert = load_certificate(der)
     except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
-        return CertificateInfo(f"(unparsable certificate: {exc})", "", "unknown", None, "", "",
-                               "", "", digest, sha1=sha1)
+        return _unparsed_info(der, exc, digest, sha1)
     bits: int | None
     try:
-        key = public_key(cert)
-        if isinstance(key, rsa.RSAPublicKey):   # an RSASSA-PSS key may sign only with PSS
-            key_type, bits = "RSA-PSS" if pss_only(cert) else "RSA", key.key_size
-        elif isinstance(key, ec.EllipticCurvePublicKey):
-            key_type, bits = f"EC {key.curve.name}", key.curve.key_size
-        elif isinstance(key, ed25519.Ed25519PublicKey):
-            key_type, bits = "Ed25519", 256
-        elif isinstance(key, ed448.Ed448PublicKey):
-            key_type, bits = "Ed448", 456
-        elif is_dsa_key(key):
-            key_type, bits = "DSA", key.key_size
-        else:
-            key_type, bits = type(key).__name__.replace("PublicKey", ""), None
+        key_type, bits = _key_kind(public_key(cert), pss_only(cert))
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         # cryptography's UnsupportedAlgorithm (an EC key on an unknown curve) is no ValueError
         key_type, bits = f"unsupported key ({exc})", None
@@ -268,6 +254,45 @@ def _certificate_info(der: bytes) -> CertificateInfo:
         not_after=cert.not_valid_after_utc.isoformat(),
         serial=f"{cert.serial_number:x}", sha256=digest, san=_san(cert), sha1=sha1,
         **_extension_facts(cert))
+
+
+#: what a certificate `cryptography` does not parse shows where its names would be
+NOT_READ = "(not read: the certificate does not parse)"
+
+
+def _unparsed_info(der: bytes, exc: Exception, digest: str, sha1: str) -> CertificateInfo:
+    """A certificate `cryptography` refuses: says so, with the key when its
+    subjectPublicKeyInfo reads (model/pubkey.py `certificate_key`: OpenSSL reads such a
+    certificate, and the server's signature was checked with that key)."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+
+    from tlsprobe.model.pubkey import certificate_key
+    bits: int | None
+    try:
+        key_type, bits = _key_kind(*certificate_key(der)) if isinstance(exc, ValueError) \
+            else ("unknown", None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        key_type, bits = "unknown", None
+    return CertificateInfo(f"(unparsable certificate: {exc})", NOT_READ, key_type, bits, "",
+                           "", "", "", digest, san=(NOT_READ,), sha1=sha1)
+
+
+def _key_kind(key: object, pss: bool) -> tuple[str, int | None]:
+    """("RSA", 2048), ("EC secp256r1", 256), ... for a public key."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, rsa
+
+    from tlsprobe.model.pubkey import is_dsa_key
+    if isinstance(key, rsa.RSAPublicKey):   # an RSASSA-PSS key may sign only with PSS
+        return "RSA-PSS" if pss else "RSA", key.key_size
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return f"EC {key.curve.name}", key.curve.key_size
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return "Ed25519", 256
+    if isinstance(key, ed448.Ed448PublicKey):
+        return "Ed448", 456
+    if is_dsa_key(key):
+        return "DSA", key.key_size
+    return type(key).__name__.replace("PublicKey", ""), None
 
 
 def _extension_facts(cert: Certificate) -> dict[str, tuple[str, ...]]:

@@ -16,15 +16,19 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from cryptography.utils import CryptographyDeprecationWarning
 
 if TYPE_CHECKING:   # X.509 (0.01 s of imports) with the first certificate, not at start-up
     from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric.types import (
+        CertificatePublicKeyTypes,
+        PublicKeyTypes,
+    )
 
-__all__ = ["distinguished_name", "is_dsa_key", "load_certificate", "pss_only", "public_key",
-           "verify_issued"]
+__all__ = ["RSASSA_PSS", "certificate_key", "distinguished_name", "is_dsa_key",
+           "load_certificate", "load_public_key", "pss_only", "public_key", "verify_issued"]
 
 # catch_warnings swaps process-wide state: one thread at a time (the resolver threads of
 # net/ never get here, but an API user may run probes in threads)
@@ -48,7 +52,7 @@ with _quiet(_DSA):
     _DSA_PUBLIC_KEY: type[Any] = dsa.DSAPublicKey
 
 
-def is_dsa_key(key: object) -> bool:
+def is_dsa_key(key: object) -> TypeGuard[dsa.DSAPublicKey]:
     """True for a DSA public key (on every cryptography release, without a warning)."""
     return isinstance(key, _DSA_PUBLIC_KEY)
 
@@ -91,6 +95,54 @@ def verify_issued(cert: x509.Certificate, issuer: x509.Certificate) -> None:
         return
     with _quiet(_DSA):
         cert.verify_directly_issued_by(issuer)
+
+
+def load_public_key(spki: bytes) -> PublicKeyTypes:
+    """`serialization.load_der_public_key(spki)` of a DER SubjectPublicKeyInfo, quiet for a
+    DSA key. Raises what that raises (ValueError, UnsupportedAlgorithm)."""
+    from cryptography.hazmat.primitives import serialization
+    with _quiet(_DSA):
+        return serialization.load_der_public_key(spki)
+
+
+#: id-RSASSA-PSS (RFC 4055): a key that signs with PSS only (`pss_only`)
+RSASSA_PSS = "1.2.840.113549.1.1.10"
+#: dhpublicnumber (RFC 3279 2.3.3) and PKCS #3 dhKeyAgreement: keys that sign nothing
+_DH_KEYS = frozenset({"1.2.840.10046.2.1", "1.2.840.113549.1.3.1"})
+
+
+def certificate_key(der: bytes) -> tuple[CertificatePublicKeyTypes, bool]:
+    """The public key of a DER certificate and whether it is an RSASSA-PSS key (`pss_only`).
+    A certificate `cryptography` refuses as a whole (lengths in BER's longer forms, a time
+    without seconds: OpenSSL reads it, and a server's handshake with it is valid) gives its
+    key from its subjectPublicKeyInfo, read by wire/spki.py, loaded by `load_public_key`.
+    Raises ValueError when neither reads it (the text is `cryptography`'s reason for the
+    certificate, or the key's own), UnsupportedAlgorithm for a key it cannot load."""
+    try:
+        cert = load_certificate(der)
+    except ValueError as refused:
+        return _outlined_key(der, refused)
+    return public_key(cert), pss_only(cert)
+
+
+def _outlined_key(der: bytes, refused: ValueError) -> tuple[CertificatePublicKeyTypes, bool]:
+    """`certificate_key` of a certificate `cryptography` does not load."""
+    from tlsprobe.wire import spki
+    try:
+        spki.certificate_shape(der)
+        algorithm = spki.spki_algorithm(der)
+        found = spki.subject_public_key_info(der)
+        deep = spki.subject_public_key_info(der, key_too=True)
+    except ValueError:   # not a certificate by its outline either
+        raise refused from None
+    if algorithm in _DH_KEYS:   # no certificate key (nor a DH class named: it warns)
+        from cryptography.exceptions import UnsupportedAlgorithm
+        raise UnsupportedAlgorithm("a Diffie-Hellman key signs nothing")
+    try:
+        key = load_public_key(found)
+    except ValueError:   # its key's own lengths in a longer form too
+        key = load_public_key(deep)
+    return cast("CertificatePublicKeyTypes", key), algorithm == RSASSA_PSS
 
 
 def load_certificate(der: bytes) -> x509.Certificate:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tlsprobe.model.probe import CertificateInfo
 
-__all__ = ["colons", "fact_lines", "url_facts"]
+__all__ = ["colons", "fact_lines", "s_client_lines", "url_facts"]
 
 
 def colons(hex_digest: str) -> str:
@@ -33,7 +33,17 @@ def url_facts(c: CertificateInfo) -> list[tuple[str, str]]:
 def fact_lines(c: CertificateInfo) -> list[str]:
     """'serial HEX', 'SHA-256 AB:..', 'SHA-1 AB:.. (to compare with browsers)', then one
     'LABEL: value' per extendedKeyUsage and URI kind the certificate has."""
-    out = [f"serial {c.serial or '(none)'}", f"SHA-256 {colons(c.sha256)}"]
+    out = [f"serial {c.serial or '(not read)'}", f"SHA-256 {colons(c.sha256)}"]
     if c.sha1:
         out.append(f"SHA-1 {colons(c.sha1)} (to compare with browsers)")
     return out + [f"{label}: {value}" for label, value in url_facts(c)]
+
+
+def s_client_lines(c: CertificateInfo) -> list[str]:
+    """The 'i:', 'a:' and 'v:' lines s_client prints under a certificate's subject; a field
+    that was not read (a certificate `cryptography` does not parse) says so."""
+    bits = f" {c.key_bits} bits" if c.key_bits else ""
+    validity = f"{c.not_before} -> {c.not_after}" if c.not_before or c.not_after \
+        else "(not read)"
+    return [f"i: {c.issuer}", f"a: {c.key_type}{bits}; {c.signature_algorithm or '(not read)'}",
+            f"v: {validity}"]

@@ -13,6 +13,7 @@ from typing import IO, TYPE_CHECKING, Final
 
 from tlsprobe.model.capture import BriefReport, Codepoint, ConnectionReport
 from tlsprobe.model.probe import AlertInfo, CertificateInfo, KeyExchange
+from tlsprobe.report.cert_facts import s_client_lines
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -343,10 +344,7 @@ def _chain_rows(label: str, chain: tuple[CertificateInfo, ...]) -> list[Row]:
     rows: list[Row] = []
     for i, c in enumerate(chain):
         rows.append((label if i == 0 else "", f"{i} s: {c.subject}"))
-        rows.append(("", f"  i: {c.issuer}"))
-        bits = f" {c.key_bits} bits" if c.key_bits else ""
-        rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
-        rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+        rows += [("", f"  {line}") for line in s_client_lines(c)]
     return rows
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 from tlsprobe.model.describe import hello_retry_text
 from tlsprobe.model.probe import CertificateInfo, Codepoint, KeyExchange, ProbeResult
 from tlsprobe.model.units import host_port
+from tlsprobe.report.cert_facts import s_client_lines
 from tlsprobe.report.console import Console
 from tlsprobe.report.escape import shown
 
@@ -132,10 +133,7 @@ def certificate_rows(r: ProbeResult, full: bool) -> list[Row]:
     rows: list[Row] = []
     for i, c in enumerate(r.certificates[:chain_shown]):
         rows.append(("Certificate chain" if i == 0 else "", f"{i} s: {c.subject}"))
-        rows.append(("", f"  i: {c.issuer}"))
-        bits = f" {c.key_bits} bits" if c.key_bits else ""
-        rows.append(("", f"  a: {c.key_type}{bits}; {c.signature_algorithm}"))
-        rows.append(("", f"  v: {c.not_before} -> {c.not_after}"))
+        rows += [("", f"  {line}") for line in s_client_lines(c)]
         rows += _san_row(c, i == 0, full)
         if full:
             from tlsprobe.report.cert_facts import fact_lines

@@ -1,4 +1,4 @@
-"""The named curve of a certificate's EC key, read from the DER without `cryptography`.
+"""A certificate's key fields, read from the DER without `cryptography`'s X.509 parser.
 
 X.509 parsing belongs to `cryptography` (wire/certificate.py keeps certificates as DER
 bytes), but its x509 package costs a group audit a fifth of its instructions to import
@@ -7,11 +7,19 @@ of an ECDSA certificate's key, which TLS 1.2 requires in the client's list
 (probes/audit/groups.py). This walks the DER to that field only (RFC 5280 4.1:
 Certificate -> tbsCertificate -> subjectPublicKeyInfo -> algorithm; RFC 5480 2.1.1:
 id-ecPublicKey with a namedCurve OID) and reads nothing else.
+
+The same walk gives the engine the server's key when `cryptography` refuses the certificate
+as a whole (a length in one of BER's longer forms, a time OpenSSL reads: OpenSSL accepts
+these certificates and s_client completes the handshake): `certificate_shape` tells such a
+certificate from garbage, `subject_public_key_info` gives its key as DER for
+`serialization.load_der_public_key` (engine/verify.py `leaf_key`), so the server's
+signature is still checked.
 """
 
 from __future__ import annotations
 
-_SEQUENCE, _INTEGER, _OID, _VERSION = 0x30, 0x02, 0x06, 0xA0
+_SEQUENCE, _SET, _INTEGER, _BIT_STRING, _OID, _VERSION = 0x30, 0x31, 0x02, 0x03, 0x06, 0xA0
+_BOOLEAN, _OCTET_STRING, _UTC_TIME, _GENERALIZED_TIME = 0x01, 0x04, 0x17, 0x18
 #: id-ecPublicKey (RFC 5480 2.1.1)
 EC_PUBLIC_KEY = "1.2.840.10045.2.1"
 
@@ -58,10 +66,10 @@ def _expect(der: bytes, at: int, end: int, tag: int) -> tuple[int, int]:
     return start, stop
 
 
-def _ec_parameters(der: bytes) -> tuple[int, int, int] | None:
-    """(tag, start, end of the contents) of the parameters of a DER certificate's
-    id-ecPublicKey, None for another kind of key or none; ValueError when the DER does not
-    have the shape of a certificate up to its subjectPublicKeyInfo."""
+def _spki(der: bytes) -> tuple[int, int, int]:
+    """(start of the element, start, end of the contents) of a certificate's
+    subjectPublicKeyInfo; ValueError when the DER does not have the shape of a certificate
+    up to it."""
     start, end = _expect(der, 0, len(der), _SEQUENCE)             # Certificate
     at, tbs_end = _expect(der, start, end, _SEQUENCE)             # tbsCertificate
     tag, _, stop = der_element(der, at, tbs_end)
@@ -73,11 +81,155 @@ def _ec_parameters(der: bytes) -> tuple[int, int, int] | None:
     for _ in range(4):              # signature, issuer, validity, subject
         at = _expect(der, at, tbs_end, _SEQUENCE)[1]
     spki, spki_end = _expect(der, at, tbs_end, _SEQUENCE)         # subjectPublicKeyInfo
+    return at, spki, spki_end
+
+
+def _ec_parameters(der: bytes) -> tuple[int, int, int] | None:
+    """(tag, start, end of the contents) of the parameters of a DER certificate's
+    id-ecPublicKey, None for another kind of key or none; ValueError when the DER does not
+    have the shape of a certificate up to its subjectPublicKeyInfo."""
+    _, spki, spki_end = _spki(der)
     alg, alg_end = _expect(der, spki, spki_end, _SEQUENCE)        # AlgorithmIdentifier
     oid_start, oid_end = _expect(der, alg, alg_end, _OID)
     if oid_text(der[oid_start:oid_end]) != EC_PUBLIC_KEY or oid_end == alg_end:
         return None
     return der_element(der, oid_end, alg_end)
+
+
+def certificate_shape(der: bytes) -> None:
+    """ValueError unless `der` is one certificate by its ASN.1 outline (RFC 5280 4.1): a
+    SEQUENCE of tbsCertificate, an AlgorithmIdentifier and a BIT STRING, nothing after it;
+    the tbsCertificate's fields each of its type, in order (names as SEQUENCEs of SETs of
+    attribute SEQUENCEs, two times, a subjectPublicKeyInfo, the extensions each an OID, an
+    optional BOOLEAN and an OCTET STRING). Lengths may be BER's longer forms and values
+    what DER or the string types do not allow: OpenSSL reads such a certificate, and
+    `cryptography` refuses it; it is the server's, not garbage."""
+    start, end = _expect(der, 0, len(der), _SEQUENCE)
+    if end != len(der):
+        raise ValueError(f"{len(der) - end} bytes after the certificate")
+    tbs, tbs_end = _expect(der, start, end, _SEQUENCE)            # tbsCertificate
+    at = _algorithm(der, tbs_end, end)                            # signatureAlgorithm
+    if _expect(der, at, end, _BIT_STRING)[1] != end:              # signatureValue
+        raise ValueError("more than three fields in the certificate")
+    _tbs_outline(der, tbs, tbs_end)
+
+
+def _tbs_outline(der: bytes, at: int, end: int) -> None:
+    tag, _, stop = der_element(der, at, end)
+    if tag == _VERSION:
+        at = stop
+    at = _expect(der, at, end, _INTEGER)[1]                       # serialNumber
+    at = _algorithm(der, at, end)                                 # signature
+    at = _name(der, at, end)                                      # issuer
+    start, stop = _expect(der, at, end, _SEQUENCE)                # validity
+    for _ in range(2):
+        tag, _, start = der_element(der, start, stop)
+        if tag not in (_UTC_TIME, _GENERALIZED_TIME):
+            raise ValueError(f"DER tag 0x{tag:02x} where a time was expected")
+    if start != stop:
+        raise ValueError("more than two times in the validity")
+    at = _name(der, stop, end)                                    # subject
+    start, stop = _expect(der, at, end, _SEQUENCE)                # subjectPublicKeyInfo
+    if _expect(der, _algorithm(der, start, stop), stop, _BIT_STRING)[1] != stop:
+        raise ValueError("more than two fields in the subjectPublicKeyInfo")
+    at = stop
+    for optional in (0x81, 0x82, 0xA3):                           # unique ids, extensions
+        if at < end and der[at] == optional:
+            tag, start, at = der_element(der, at, end)
+            if tag == 0xA3:
+                _extensions(der, start, at)
+    if at != end:
+        raise ValueError("a field after the tbsCertificate's last")
+
+
+def _algorithm(der: bytes, at: int, end: int) -> int:
+    """The end of the AlgorithmIdentifier at `at` (a SEQUENCE that starts with an OID)."""
+    start, stop = _expect(der, at, end, _SEQUENCE)
+    _expect(der, start, stop, _OID)
+    return stop
+
+
+def _name(der: bytes, at: int, end: int) -> int:
+    """The end of the Name at `at`: a SEQUENCE of SETs of SEQUENCEs, each starting with an
+    attribute type's OID."""
+    at, stop = _expect(der, at, end, _SEQUENCE)
+    while at < stop:
+        start, at = _expect(der, at, stop, _SET)
+        while start < at:
+            start = _algorithm(der, start, at)
+    return stop
+
+
+def _extensions(der: bytes, at: int, end: int) -> None:
+    """[3] EXPLICIT SEQUENCE OF Extension (OID, optional BOOLEAN, OCTET STRING)."""
+    at, stop = _expect(der, at, end, _SEQUENCE)
+    if stop != end:
+        raise ValueError("more than the extensions in [3]")
+    while at < stop:
+        start, at = _expect(der, at, stop, _SEQUENCE)
+        start = _expect(der, start, at, _OID)[1]
+        if start < at and der[start] == _BOOLEAN:
+            start = der_element(der, start, at)[2]
+        if _expect(der, start, at, _OCTET_STRING)[1] != at:
+            raise ValueError("more than three fields in an extension")
+
+
+def has_certificate_shape(der: bytes) -> bool:
+    """`certificate_shape` as a test."""
+    try:
+        certificate_shape(der)
+    except ValueError:
+        return False
+    return True
+
+
+def subject_public_key_info(der: bytes, *, key_too: bool = False) -> bytes:
+    """A certificate's subjectPublicKeyInfo as DER (lengths in their shortest form, as
+    `cryptography` loads it: serialization.load_der_public_key), read by its outline
+    alone; ValueError as `certificate_shape`. `key_too`: the subjectPublicKey's contents
+    as well when they are DER elements (an RSA key): only for a key that does not load
+    as it is, since an EC point or an Ed25519 key may look like one by chance."""
+    at, _, end = _spki(der)
+    return _shortest(der, at, end, key_too=key_too)
+
+
+def spki_algorithm(der: bytes) -> str:
+    """The dotted OID of a certificate's subjectPublicKeyInfo algorithm; ValueError as
+    `certificate_shape`."""
+    _, spki, spki_end = _spki(der)
+    alg, alg_end = _expect(der, spki, spki_end, _SEQUENCE)
+    oid_start, oid_end = _expect(der, alg, alg_end, _OID)
+    return oid_text(der[oid_start:oid_end])
+
+
+def _shortest(der: bytes, at: int, end: int, depth: int = 0, *, key_too: bool) -> bytes:
+    """The elements from `at` to `end` re-encoded with the shortest lengths (X.690 10.1),
+    constructed ones (and a BIT STRING holding whole elements, as an RSA key's does)
+    element by element."""
+    if depth > 16:
+        raise ValueError("DER nested too deep")
+    out = bytearray()
+    while at < end:
+        tag, start, stop = der_element(der, at, end)
+        if tag & 0x20:
+            value = _shortest(der, start, stop, depth + 1, key_too=key_too)
+        elif key_too and tag == _BIT_STRING and stop - start > 1 and der[start] == 0:
+            try:
+                value = b"\x00" + _shortest(der, start + 1, stop, depth + 1, key_too=True)
+            except ValueError:   # a key that is no DER (an EC point, Ed25519): as it is
+                value = der[start:stop]
+        else:
+            value = der[start:stop]
+        out += bytes([tag]) + _length(len(value)) + value
+        at = stop
+    return bytes(out)
+
+
+def _length(n: int) -> bytes:
+    if n < 0x80:
+        return bytes([n])
+    raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return bytes([0x80 | len(raw)]) + raw
 
 
 def ec_named_curve(der: bytes) -> str | None:
@@ -95,5 +247,6 @@ def ec_explicit_parameters(der: bytes) -> bool:
     return found is not None and found[0] == _SEQUENCE
 
 
-__all__ = ["EC_PUBLIC_KEY", "der_element", "ec_explicit_parameters", "ec_named_curve",
-           "oid_text"]
+__all__ = ["EC_PUBLIC_KEY", "certificate_shape", "der_element", "ec_explicit_parameters",
+           "ec_named_curve", "has_certificate_shape", "oid_text", "spki_algorithm",
+           "subject_public_key_info"]

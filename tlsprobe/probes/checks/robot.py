@@ -43,10 +43,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from tlsprobe import registry
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import TLS12, ClientConfig
+from tlsprobe.engine.verify import SignatureError, leaf_key
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.check_details import RobotAnswer, RobotDetails, RobotOracle
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.model.pubkey import load_certificate, public_key
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
@@ -125,7 +125,10 @@ async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
     sh = hs.messages.server_hello
     if sh is None or not hs.first_flight_done or not hs.verification.certificates:
         return Answer(hs.incomplete_reason or "no ServerHelloDone", True)
-    key = public_key(load_certificate(hs.verification.certificates[0]))
+    try:
+        key = leaf_key(hs.verification.certificates[0])[0]
+    except SignatureError as exc:
+        return Answer(str(exc), True)
     if not isinstance(key, rsa.RSAPublicKey):
         return Answer("the certificate's key is not RSA", True)
     numbers, size = key.public_numbers(), (key.key_size + 7) // 8

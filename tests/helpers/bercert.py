@@ -1,0 +1,159 @@
+"""Certificates in a BER form OpenSSL reads and `cryptography` refuses, made by editing DER.
+
+`issued` makes a CA and a leaf with `cryptography`; `mangled` rewrites one field of the
+leaf's tbsCertificate (a length in a longer form than DER allows, a UTCTime without
+seconds) and signs the new tbsCertificate with the CA's key, so that the signature is valid
+over the bytes as sent: OpenSSL trusts the result (or names the field it refuses), while
+`x509.load_der_x509_certificate` raises ValueError for the whole certificate.
+"""
+from __future__ import annotations
+
+import base64
+import datetime
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+
+from tlsprobe.wire.spki import der_element
+
+PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+def tlv(tag: int, value: bytes, *, long: bool = False) -> bytes:
+    """One element; `long`: its length in the long form even when the short one fits (BER),
+    with one more length byte than needed."""
+    n = len(value)
+    if n < 0x80 and not long:
+        return bytes([tag, n]) + value
+    raw = n.to_bytes((n.bit_length() + 7) // 8 or 1, "big")
+    if long:
+        raw = b"\x00" + raw
+    return bytes([tag, 0x80 | len(raw)]) + raw + value
+
+
+def children(der: bytes) -> list[bytes]:
+    """The elements inside the one element `der` (whole, header included)."""
+    _, at, end = der_element(der, 0, len(der))
+    out = []
+    while at < end:
+        _, _, stop = der_element(der, at, end)
+        out.append(der[at:stop])
+        at = stop
+    return out
+
+
+def contents(der: bytes) -> bytes:
+    _, start, end = der_element(der, 0, len(der))
+    return der[start:end]
+
+
+def _long(element: bytes) -> bytes:
+    return tlv(element[0], contents(element), long=True)
+
+
+def _utc_without_seconds(validity: bytes) -> bytes:
+    not_before, not_after = children(validity)
+    assert not_before[0] == 0x17, "a UTCTime"
+    return tlv(0x30, tlv(0x17, contents(not_before)[:10] + b"Z") + not_after)
+
+
+def _rsa_key_long(spki: bytes) -> bytes:
+    """An RSA subjectPublicKeyInfo whose RSAPublicKey's lengths are all in the long form."""
+    algorithm, bits = children(spki)
+    key = contents(bits)[1:]
+    modulus, exponent = children(key)
+    inner = tlv(0x30, _long(modulus) + _long(exponent), long=True)
+    return tlv(0x30, algorithm + tlv(0x03, b"\x00" + inner, long=True), long=True)
+
+
+def _printable_at(subject: bytes) -> bytes:
+    """The first attribute's value as a PrintableString holding '@', which that type does
+    not allow (X.680 41.4): OpenSSL reads it, cryptography refuses the name."""
+    (rdn,) = children(subject)[:1]
+    (attribute,) = children(rdn)
+    oid, _ = children(attribute)
+    return tlv(0x30, tlv(0x31, tlv(0x30, oid + tlv(0x13, b"local@host"))))
+
+
+#: tbsCertificate field index (version first) -> how it is rewritten
+EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
+    "serial-long-length": (1, _long),
+    "issuer-long-length": (3, _long),
+    "spki-long-length": (6, _long),
+    "utctime-without-seconds": (4, _utc_without_seconds),
+    "rsa-key-long-lengths": (6, _rsa_key_long),
+    "subject-printablestring-at": (5, _printable_at),
+}
+
+
+@dataclass(frozen=True)
+class Issued:
+    ca_key: ec.EllipticCurvePrivateKey
+    ca_der: bytes
+    leaf_key: PrivateKey
+    leaf_der: bytes
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def issued(leaf_key: PrivateKey | None = None, ca_name: str = "BER Test CA") -> Issued:
+    """A CA (P-256) named `ca_name` and a leaf for localhost and 127.0.0.1 it signed, valid
+    now."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = x509.CertificateBuilder().subject_name(_name(ca_name)) \
+        .issuer_name(_name(ca_name)).public_key(ca_key.public_key()).serial_number(1) \
+        .not_valid_before(now - datetime.timedelta(days=1)) \
+        .not_valid_after(now + datetime.timedelta(days=30)) \
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True) \
+        .sign(ca_key, hashes.SHA256())
+    key = leaf_key or ec.generate_private_key(ec.SECP256R1())
+    leaf = x509.CertificateBuilder().subject_name(_name("localhost")) \
+        .issuer_name(_name(ca_name)).public_key(key.public_key()) \
+        .serial_number(0x1234).not_valid_before(now - datetime.timedelta(days=1)) \
+        .not_valid_after(now + datetime.timedelta(days=30)) \
+        .add_extension(x509.SubjectAlternativeName([
+            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False) \
+        .sign(ca_key, hashes.SHA256())
+    der = serialization.Encoding.DER
+    return Issued(ca_key, ca.public_bytes(der), key, leaf.public_bytes(der))
+
+
+def mangled(chain: Issued, edit: str, *, ca: bool = False) -> bytes:
+    """The leaf (`ca`: the CA) with `edit` (a key of EDITS) applied, signed again by the
+    CA."""
+    index, rewrite = EDITS[edit]
+    tbs, algorithm, _ = children(chain.ca_der if ca else chain.leaf_der)
+    fields = children(tbs)
+    fields[index] = rewrite(fields[index])
+    new_tbs = tlv(0x30, b"".join(fields))
+    signature = chain.ca_key.sign(new_tbs, ec.ECDSA(hashes.SHA256()))
+    return tlv(0x30, new_tbs + algorithm + tlv(0x03, b"\x00" + signature))
+
+
+def pem(der: bytes) -> bytes:
+    """PEM of DER bytes as they are (OpenSSL keeps the tbsCertificate's bytes it read)."""
+    body = base64.encodebytes(der).decode().replace("\n", "")
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    return ("-----BEGIN CERTIFICATE-----\n" + "\n".join(lines) +
+            "\n-----END CERTIFICATE-----\n").encode()
+
+
+def write(chain: Issued, leaf_der: bytes, folder: Path) -> tuple[Path, Path, Path]:
+    """(CA PEM, leaf PEM, leaf key PEM) in `folder`."""
+    ca, leaf, key = folder / "ca.pem", folder / "leaf.pem", folder / "leaf.key"
+    ca.write_bytes(pem(chain.ca_der))
+    leaf.write_bytes(pem(leaf_der))
+    key.write_bytes(chain.leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    return ca, leaf, key

@@ -1,0 +1,58 @@
+"""A leaf certificate `cryptography` refuses but OpenSSL reads (a serial number whose
+length is in BER's long form) still has its key read (wire/spki.py) and the server's
+CertificateVerify checked with it: a good signature completes the handshake, a wrong one
+is still the server's failure (exit 6), and a leaf that is no certificate by its outline is
+still refused as unparsable. tlsprobe refused every such leaf as "not a parsable DER
+certificate" (exit 6, a protocol error the server did not commit)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.bercert import issued, mangled
+
+from .catalog import HOLD
+from .server import Conn, HostileServer, Script
+from .tls import Tls13Server, identity
+
+
+def _flight(der: bytes, *, bad: bool) -> Script:
+    async def script(conn: Conn) -> None:
+        ch = await conn.client_hello()
+        tls = Tls13Server(ch, conn.hello_raw[-1])
+        await conn.send(tls.hello_and_flight(tls.flight(bad_signature=bad, ders=[der])))
+        await conn.hold(HOLD)
+    return script
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_the_signature_is_checked_with_the_key_of_a_ber_leaf(
+        run_cli, hostile_server: HostileServer, tmp_path: Path, bad: bool) -> None:
+    der = mangled(issued(identity().key), "serial-long-length")   # the server's own key
+    listener = hostile_server.serve(_flight(der, bad=bad))
+    res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--no-verify", "--json",
+                  "--first-flight-only", "--timeout", "5")
+    data = json.loads(res.stdout)
+    assert "parsable" not in res.stderr, res.stderr
+    if not bad:
+        assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+        assert data["signature_verified"] is True, data
+        assert data["certificates"][0]["key_type"] == "EC secp256r1", data["certificates"]
+        return
+    assert res.returncode == 6, res.stderr
+    assert data["signature_verified"] is False, data
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and "signature" in lines[0], res.stderr
+
+
+def test_a_leaf_without_a_certificates_outline_is_still_refused(
+        run_cli, hostile_server: HostileServer, tmp_path: Path) -> None:
+    der = mangled(issued(identity().key), "serial-long-length")
+    # one byte short of its own length: no certificate's outline, for OpenSSL neither
+    listener = hostile_server.serve(_flight(der[:-1], bad=False))
+    res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--no-verify",
+                  "--first-flight-only", "--timeout", "5")
+    assert res.returncode == 6, res.stderr
+    assert "leaf is not a parsable DER certificate" in res.stderr, res.stderr

@@ -1,0 +1,175 @@
+"""A server whose leaf certificate is in a BER form OpenSSL reads but `cryptography` refuses
+as a whole (a length in the long form where DER wants the short one: serial number, issuer,
+subjectPublicKeyInfo, the RSA key inside it; a UTCTime without seconds; a PrintableString
+holding '@'), served by openssl
+s_server and signed again by its CA over the bytes as sent.
+
+`openssl s_client` completes each handshake (verify 0, or 13 for the time it cannot read).
+tlsprobe refused each leaf as "not a parsable DER certificate" (exit 6, a protocol error the
+server did not commit), and `scan` lost every answer for the server. Now the handshake
+completes with the server's signature checked with the key read from the certificate's
+subjectPublicKeyInfo (wire/spki.py), the trust verdict is "not established" with the reason
+(no code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
+scan's certificate.not_verified is inconclusive, and a capture of the handshake shows the key.
+
+The same root in the trust store (--cafile) was dropped without a word: the chain was then
+"20 (unable to get local issuer certificate)", a negative verdict OpenSSL does not reach (0),
+and a store holding only that root was "no certificates found". Now the verdict of an issuer
+not found is not established when the store holds certificates cryptography cannot parse,
+and the usage error names them.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.helpers.bercert import issued, mangled, pem, write
+
+#: (the leaf's edit, tlsprobe's version flag, s_client's flag, OpenSSL's verify code,
+#: tlsprobe's --ciphers or None, the key tlsprobe reads)
+CASES = {
+    "serial-tls13": ("serial-long-length", "--tls1_3", "-tls1_3", 0, None, "EC secp256r1"),
+    "issuer-tls12-ske": ("issuer-long-length", "--tls1_2", "-tls1_2", 0, None, "EC secp256r1"),
+    "spki-tls13": ("spki-long-length", "--tls1_3", "-tls1_3", 0, None, "EC secp256r1"),
+    "utctime-tls12-ske": ("utctime-without-seconds", "--tls1_2", "-tls1_2", 13, None,
+                          "EC secp256r1"),
+    "rsa-key-tls13": ("rsa-key-long-lengths", "--tls1_3", "-tls1_3", 0, None, "RSA"),
+    "rsa-key-tls12-ske": ("rsa-key-long-lengths", "--tls1_2", "-tls1_2", 0, None, "RSA"),
+    "rsa-key-tls12-transport": ("rsa-key-long-lengths", "--tls1_2", "-tls1_2", 0,
+                                "TLS_RSA_WITH_AES_128_GCM_SHA256", "RSA"),
+    "printablestring-tls13": ("subject-printablestring-at", "--tls1_3", "-tls1_3", 0, None,
+                              "EC secp256r1"),
+}
+
+
+def _serve(tls_server: Callable[..., Any], tmp_path: Path, edit: str) -> tuple[Any, Path]:
+    chain = issued(rsa.generate_private_key(65537, 2048) if edit.startswith("rsa") else None)
+    ca, leaf, key = write(chain, mangled(chain, edit), tmp_path)
+    return tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)]), ca
+
+
+def _s_client(port: int, ca: Path, version: str, cipher: str | None) -> int:
+    """OpenSSL's verify code for the server; the handshake must complete."""
+    extra = ["-cipher", "AES128-GCM-SHA256"] if cipher else []
+    proc = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", version,
+                           *extra, "-CAfile", str(ca), "-servername", "localhost"],
+                          input="", capture_output=True, text=True, timeout=30, check=False)
+    assert re.search(r"Cipher is (?!\(NONE\))", proc.stdout), proc.stdout + proc.stderr
+    found = re.findall(r"Verify return code: (\d+)", proc.stdout)
+    assert found, proc.stdout
+    return int(found[-1])
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_leaf_openssl_reads_completes_the_handshake(tls_server: Callable[..., Any],
+                                                      run_cli: Callable[..., Any],
+                                                      tmp_path: Path, name: str) -> None:
+    edit, version, flag, code, cipher, key_type = CASES[name]
+    srv, ca = _serve(tls_server, tmp_path, edit)
+    assert _s_client(srv.port, ca, flag, cipher) == code   # the real tool first
+    ciphers = ("--ciphers", cipher) if cipher else ()
+    res = run_cli(f"127.0.0.1:{srv.port}", version, *ciphers, "--sni", "localhost",
+                  "--cafile", ca, "--json", "--timeout", "10")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    assert data["handshake_complete"] is True and data["finished_verified"] is True, data
+    assert data["signature_verified"] is (None if cipher else True), data
+    verification = data["verification"]
+    assert verification["code"] is None and verification["ok"] is False, verification
+    assert verification["message"].startswith("not established: the leaf cannot be parsed "
+                                              "by cryptography"), verification
+    leaf = data["certificates"][0]
+    assert leaf["key_type"] == key_type and leaf["key_bits"] in (256, 2048), leaf
+    assert leaf["subject"].startswith("(unparsable certificate") and \
+        leaf["issuer"].startswith("(not read") and leaf["san"][0].startswith("(not read"), leaf
+
+
+@pytest.mark.needs_impl("openssl")
+def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
+                                              run_cli: Callable[..., Any],
+                                              tmp_path: Path) -> None:
+    srv, ca = _serve(tls_server, tmp_path, "serial-long-length")
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
+                  "--timeout", "10")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    out = res.stdout
+    assert re.search(r"^Verification +not established: the leaf cannot be parsed", out, re.MULTILINE), out
+    assert re.search(r"^Handshake +complete$", out, re.MULTILINE), out
+    assert "  a: EC secp256r1 256 bits; (not read)" in out and "  v: (not read)" in out, out
+    assert "no subjectAltName" not in out, out   # it has one: it was not read
+    full = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca, "--full",
+                   "--timeout", "10").stdout
+    assert "  serial (not read)" in full, full
+
+
+@pytest.mark.needs_impl("openssl")
+def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[..., Any],
+                                                       run_cli: Callable[..., Any],
+                                                       tmp_path: Path) -> None:
+    srv, ca = _serve(tls_server, tmp_path, "serial-long-length")
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
+                  "--json", "--no-progress", "--no-policy", "--timeout", "10", timeout=180)
+    assert res.stderr == "", res.stderr
+    data = json.loads(res.stdout)
+    assert data["error"] is None, data["error"]
+    assert data["trust"]["status"] == "not_checked" and data["trust"]["code"] is None, \
+        data["trust"]
+    codes = {f["code"]: f for f in data["findings"]}
+    assert codes["certificate.not_verified"].get("inconclusive") is True, codes
+    assert "certificate.untrusted" not in codes and "certificate.no_san" not in codes, codes
+    # every answer is had (they were all inconclusive: each handshake failed on the leaf)
+    assert "audit.inconclusive" not in codes, codes["audit.inconclusive"]
+    assert data["certificates"][0]["key_type"] == "EC secp256r1", data["certificates"]
+    verdicts = {c["name"]: c["verdict"] for c in data["check_results"]}
+    assert verdicts["heartbleed"] == "not vulnerable" and verdicts["resumption"] == \
+        "supported", verdicts
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any],
+                                                  run_cli: Callable[..., Any],
+                                                  tmp_path: Path) -> None:
+    srv, ca = _serve(tls_server, tmp_path, "serial-long-length")
+    pcap = tmp_path / "ber.pcap"
+    res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
+                  "--pcap-out", pcap, "--timeout", "10")
+    assert pcap.is_file(), res.stderr
+    res = run_cli("pcap", pcap, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    connections = data.get("connections", [data])
+    leaf = connections[0]["certificates"][0]
+    assert leaf["key_type"] == "EC secp256r1" and leaf["issuer"].startswith("(not read"), leaf
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_root_cryptography_cannot_parse_in_the_trust_store(tls_server: Callable[..., Any],
+                                                             run_cli: Callable[..., Any],
+                                                             tmp_path: Path) -> None:
+    chain = issued()
+    _, leaf, key = write(chain, chain.leaf_der, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)])
+    root = pem(mangled(chain, "serial-long-length", ca=True))
+    bundle, alone = tmp_path / "bundle.pem", tmp_path / "alone.pem"
+    bundle.write_bytes(pem(issued(ca_name="Another CA").ca_der) + root)
+    alone.write_bytes(root)
+    assert _s_client(srv.port, bundle, "-tls1_3", None) == 0   # OpenSSL reads the root
+    assert _s_client(srv.port, alone, "-tls1_3", None) == 0
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", bundle, "--json",
+                  "--timeout", "10")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    verification = json.loads(res.stdout)["verification"]
+    assert verification["code"] is None and verification["ok"] is False, verification
+    assert verification["message"].startswith("not established: ") and \
+        "holds a certificate cryptography cannot parse" in verification["message"], verification
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", alone)
+    assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout)
+    assert "1 certificate in it cannot be parsed by cryptography" in res.stderr, res.stderr
