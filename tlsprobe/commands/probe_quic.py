@@ -13,7 +13,7 @@ from typing import TextIO
 
 from tlsprobe.commands.quic_option import quic_versions
 from tlsprobe.engine import config as cfg
-from tlsprobe.engine.guards import Limits
+from tlsprobe.engine.client import Limits
 from tlsprobe.errors import UsageError
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.transport import Connector, NotApplicable

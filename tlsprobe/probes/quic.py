@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tlsprobe.engine.client import Limits
 from tlsprobe.engine.config import ClientConfig
-from tlsprobe.engine.guards import Limits
 from tlsprobe.errors import UsageError
 from tlsprobe.net.quic import quic_connector
 from tlsprobe.net.quic_hello import quic_hello
