@@ -135,8 +135,9 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
         version += ", not finished in the capture"
     if violation is not None:
         version += ("; " if ", " in version else ", ") + violation
-    return (_label(cid, transport, protocol), endpoint(client), endpoint(server), sni or "-",
-            version,
+    if client.count(":") > 1:   # IPv6 (one flow, one family: the client's tells)
+        client, server = endpoint(client), endpoint(server)
+    return (_label(cid, transport, protocol), client, server, sni or "-", version,
             cipher.iana_name if cipher else "-", _group_cell(kx, hrr), _sizes(kx),
             alpn or "-", prints.ja4 or "-")
 
