@@ -35,7 +35,7 @@ from tlsprobe.engine.nameconstraints import (
     subject_text,
 )
 from tlsprobe.model.pubkey import load_certificate
-from tlsprobe.wire.spki import der_element
+from tlsprobe.wire.spki import der_element, der_length
 
 __all__ = ["invalid_extension", "invalid_near", "readable_twin", "unreadable"]
 
@@ -340,13 +340,6 @@ def unreadable(path: list[x509.Certificate]) -> str | None:
     return None
 
 
-def _length(size: int) -> bytes:
-    if size < 0x80:
-        return bytes([size])
-    width = (size.bit_length() + 7) // 8
-    return bytes([0x80 | width]) + size.to_bytes(width, "big")
-
-
 def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> bytes:
     """The DER element at `at` with the contents [start, stop) of an element inside it
     replaced by `new`, each enclosing length written anew."""
@@ -361,7 +354,7 @@ def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> by
                          else der[pos:child_end])
             pos = child_end
         inner = b"".join(parts)
-    return bytes([tag]) + _length(len(inner)) + inner
+    return bytes([tag]) + der_length(len(inner)) + inner
 
 
 def readable_twin(cert: x509.Certificate) -> x509.Certificate:

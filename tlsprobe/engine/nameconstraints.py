@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.name import _ASN1Type
 from cryptography.x509.oid import NameOID
 
-from tlsprobe.wire.spki import der_element, oid_text
+from tlsprobe.wire.spki import der_children, der_element, oid_text
 
 V_PERMITTED = 47
 V_EXCLUDED = 48
@@ -68,26 +68,17 @@ def extension_of(cert: x509.Certificate, kind: type[x509.ExtensionType]
         return None
 
 
-def _children(der: bytes, start: int, end: int) -> list[tuple[int, int, int]]:
-    """(tag, start, end of the contents) of each DER element from `start` to `end`."""
-    out = []
-    while start < end:
-        tag, body, start = der_element(der, start, end)
-        out.append((tag, body, start))
-    return out
-
-
 def extension_spans(der: bytes) -> list[tuple[str, int, int]]:
     """(OID, start, end of the value's contents in `der`) of each extension of the
     certificate `der` in order (ValueError: not of the shape of a certificate)."""
     body = der_element(der, 0, len(der))[1]
-    tbs = _children(der, *der_element(der, body, len(der))[1:])
+    tbs = der_children(der, *der_element(der, body, len(der))[1:])
     found = next(((b, e) for t, b, e in tbs if t == 0xA3), None)
     if found is None:
         return []
     out = []
-    for _, ext, ext_end in _children(der, *der_element(der, found[0], found[1])[1:]):
-        parts = _children(der, ext, ext_end)
+    for _, ext, ext_end in der_children(der, *der_element(der, found[0], found[1])[1:]):
+        parts = der_children(der, ext, ext_end)
         out.append((oid_text(der[parts[0][1]:parts[0][2]]), parts[-1][1], parts[-1][2]))
     return out
 
@@ -104,9 +95,9 @@ def _limits(cert: x509.Certificate) -> tuple[list[bool], list[bool]]:
     order: it has a maximum, or a minimum other than 0 (nc_minmax_valid refuses it)."""
     value = next((v for oid, v in raw_extensions(cert) if oid == _NC_OID), b"")
     lists: dict[int, list[bool]] = {0xA0: [], 0xA1: []}
-    for tag, start, stop in _children(value, *der_element(value, 0, len(value))[1:]):
-        for _, sub, sub_end in _children(value, start, stop):
-            fields = _children(value, sub, sub_end)[1:]
+    for tag, start, stop in der_children(value, *der_element(value, 0, len(value))[1:]):
+        for _, sub, sub_end in der_children(value, start, stop):
+            fields = der_children(value, sub, sub_end)[1:]
             lists.setdefault(tag, []).append(any(
                 t == 0x81 or (t == 0x80 and any(value[a:b])) for t, a, b in fields))
     return lists[0xA0], lists[0xA1]

@@ -13,6 +13,7 @@ from typing import IO, TYPE_CHECKING, Final
 
 from tlsprobe.model.capture import BriefReport, Codepoint, ConnectionReport
 from tlsprobe.model.probe import AlertInfo, CertificateInfo, KeyExchange
+from tlsprobe.model.units import host_port
 from tlsprobe.report.cert_facts import s_client_lines
 from tlsprobe.report.escape import shown
 
@@ -102,11 +103,11 @@ def _unfinished(protocol: str, chosen: Codepoint | None, encrypted: bool) -> boo
 def endpoint(text: str) -> str:
     """A report's endpoint ('ip:port' as tshark prints it, in its JSON) as people write it:
     an IPv6 address in brackets, '[2001:db8::1]:443', so that its colons are not read as
-    the port's (the probe's and scan's style, model/units.host_port)."""
-    if text.count(":") < 2:
+    the port's (the probe's and scan's style: model/units.host_port)."""
+    if text.count(":") < 2:   # IPv4: as it is
         return text
     ip, port = text.rsplit(":", 1)
-    return f"[{ip}]:{port}"
+    return host_port(ip, int(port))
 
 
 def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:

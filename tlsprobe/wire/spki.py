@@ -44,6 +44,16 @@ def der_element(der: bytes, at: int, end: int) -> tuple[int, int, int]:
     return tag, at, at + length
 
 
+def der_children(der: bytes, start: int, end: int) -> list[tuple[int, int, int]]:
+    """(tag, start, end of the contents) of each DER element from `start` to `end`
+    (ValueError as `der_element`)."""
+    out = []
+    while start < end:
+        tag, body, start = der_element(der, start, end)
+        out.append((tag, body, start))
+    return out
+
+
 def oid_text(value: bytes) -> str:
     """Dotted form of an OBJECT IDENTIFIER's contents (X.690 8.19)."""
     if not value or value[-1] & 0x80:
@@ -220,12 +230,14 @@ def _shortest(der: bytes, at: int, end: int, depth: int = 0, *, key_too: bool) -
                 value = der[start:stop]
         else:
             value = der[start:stop]
-        out += bytes([tag]) + _length(len(value)) + value
+        out += bytes([tag]) + der_length(len(value)) + value
         at = stop
     return bytes(out)
 
 
-def _length(n: int) -> bytes:
+def der_length(n: int) -> bytes:
+    """The DER encoding of a length `n` (X.690 8.1.3: short form below 128, else the
+    shortest long form)."""
     if n < 0x80:
         return bytes([n])
     raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
@@ -247,6 +259,6 @@ def ec_explicit_parameters(der: bytes) -> bool:
     return found is not None and found[0] == _SEQUENCE
 
 
-__all__ = ["EC_PUBLIC_KEY", "certificate_shape", "der_element", "ec_explicit_parameters",
-           "ec_named_curve", "has_certificate_shape", "oid_text", "spki_algorithm",
-           "subject_public_key_info"]
+__all__ = ["EC_PUBLIC_KEY", "certificate_shape", "der_children", "der_element", "der_length",
+           "ec_explicit_parameters", "ec_named_curve", "has_certificate_shape", "oid_text",
+           "spki_algorithm", "subject_public_key_info"]
