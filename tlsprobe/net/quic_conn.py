@@ -91,12 +91,23 @@ class QuicConnection(VersionHandling, EngineRecords):
         self.closed = False                 # our CONNECTION_CLOSE is out
         self.peer_closed: tuple[int, str] | None = None
         self.hs_stream = bytearray()        # the server's Handshake messages, for 0x39
+        self.discarded: set[int] = set()    # spaces whose keys are gone (RFC 9001 4.9)
 
     # -- keys ----------------------------------------------------------------------------
     def _initial_keys(self) -> None:
         """The Initial keys of the current version and destination connection ID."""
         self.send_keys[w.INITIAL] = w.PacketKeys.initial(self.key_dcid, "client", self.version)
         self.recv_keys[w.INITIAL] = w.PacketKeys.initial(self.key_dcid, "server", self.version)
+
+    def _discard(self, space: int) -> None:
+        """Drop a space's packet keys (RFC 9001 4.9): Initial once our first Handshake
+        packet is out (4.9.1), Handshake once the handshake is confirmed by HANDSHAKE_DONE
+        (4.9.2, RFC 9001 4.1.2); nothing is sent in that space again, packets received in it
+        are ignored."""
+        self.send_keys.pop(space, None)
+        self.recv_keys.pop(space, None)
+        self.ack_due[space] = False
+        self.discarded.add(space)
 
     def update_keys(self) -> None:
         """Install the packet keys of each epoch once the engine's key schedule has them."""
@@ -212,6 +223,8 @@ class QuicConnection(VersionHandling, EngineRecords):
         self.info.note(">", ("Initial", "", "Handshake", "1-RTT")[space], pn, self.dcid,
                        self.scid if space != w.APPLICATION else b"", frames)
         self.pn[space] = pn + 1
+        if space == w.HANDSHAKE and w.INITIAL not in self.discarded:
+            self._discard(w.INITIAL)
 
     def flush(self) -> None:
         """Queue the ACKs that are due."""
@@ -251,11 +264,13 @@ class QuicConnection(VersionHandling, EngineRecords):
             self._send_initial(start, data)
 
     def send_close(self, error: int) -> None:
-        """CONNECTION_CLOSE in the highest epoch we have keys for (and Handshake with it)."""
+        """CONNECTION_CLOSE in the highest epoch we have keys for, and in Handshake with it
+        until the handshake is confirmed (RFC 9000 10.2.3: the server may not have 1-RTT
+        keys yet); once confirmed, Handshake keys are discarded and 1-RTT alone carries it."""
         if self.closed:
             return
         spaces = [s for s in (w.HANDSHAKE, w.APPLICATION) if s in self.send_keys] or \
-            [w.INITIAL]
+            [s for s in (w.INITIAL,) if s in self.send_keys]
         for space in spaces:
             self._send(space, w.close_frame(error))
         self.closed = True
@@ -302,6 +317,10 @@ class QuicConnection(VersionHandling, EngineRecords):
             self.info.ignore(f"a {packet.kind} packet from the server")
             return
         keys = self.recv_keys.get(space)
+        if keys is None and space in self.discarded:
+            self.info.ignore(f"{packet.kind} packet after its keys were discarded "
+                             "(RFC 9001 4.9)")
+            return
         if keys is None:
             if len(self.waiting) < MAX_WAITING:
                 self.waiting.append(packet)
@@ -318,6 +337,12 @@ class QuicConnection(VersionHandling, EngineRecords):
         if pn in self.received[space]:   # RFC 9000 12.3: a packet number is processed once
             self.info.ignore(f"{packet.kind} packet number {pn} again (RFC 9000 12.3)")
             return
+        if packet.token:   # RFC 9000 17.2.2: discard, or close with PROTOCOL_VIOLATION
+            self.send_close(0xA)
+            raise HandshakeFailure(FailureKind.PROTOCOL, "server sent an Initial packet "
+                                   f"with a token of {len(packet.token)} bytes (RFC 9000 "
+                                   "17.2.2: a server's Initial has Token Length 0; "
+                                   "PROTOCOL_VIOLATION)")
         wrong = w.not_permitted(space, frames)
         if wrong is not None:
             self.send_close(0xA)
@@ -364,6 +389,7 @@ class QuicConnection(VersionHandling, EngineRecords):
                                        f"over tlsprobe's limit: {exc}") from None
         elif frame.type == 0x1E:
             self.info.handshake_done = True
+            self._discard(w.HANDSHAKE)      # the handshake is confirmed (RFC 9001 4.1.2)
         elif frame.type == 0x1A and not self.closed:   # RFC 9000 8.2.2: answered at once,
             self._send(space, b"\x1b" + frame.data, DATAGRAM)   # in 1,200 bytes or more
         elif frame.type in (0x1C, 0x1D):
