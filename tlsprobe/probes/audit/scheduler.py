@@ -367,10 +367,10 @@ class Scheduler:
             # came and was ignored, net/quic.py QuicCore._timeout), as the probe does
         if exc.cause == "refused":   # QUIC: an ICMP port unreachable after our Initial
             return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-        if exc.cause == "reset":
+        if exc.cause == "reset":   # as the transport names it (QUIC: a stateless reset)
             if hs.messages.server_hello is not None:
-                return outcome_of(hs, reason="connection reset after the ServerHello")
-            raise _Retryable("connection reset by peer") from None
+                return outcome_of(hs, reason=f"{exc.reason}, after the ServerHello")
+            raise _Retryable(exc.reason) from None
         raise _Retryable(exc.reason) from None
 
 
