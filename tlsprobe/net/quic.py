@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tlsprobe.engine.client import Limits
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.errors import FailureKind, NetworkCause, NetworkError
 from tlsprobe.escaping import quoted_bytes
@@ -238,6 +240,15 @@ class QuicTransport(QuicCore, Transport):
             pass
 
 
+def engine_limits(limits: Limits) -> Limits:
+    """The engine's limits over QUIC: its records are tlsprobe's own framing of CRYPTO data
+    (net/quic_conn.py `records`), not anything the server sent, so --max-records bounds the
+    server's packets with CRYPTO data instead (the connection counts them) and the engine's count is set
+    where it never comes first: each packet adds at most one record per 16 KiB of its
+    (at most 64 KiB) data and one more, plus the record of a closing alert."""
+    return replace(limits, max_records=5 * limits.max_records + 1)
+
+
 def _text(exc: OSError) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused (ICMP port unreachable: nothing listens on that UDP port)"
@@ -283,4 +294,5 @@ def quic_connector(timeout: float, read_timeout: float | None = None,
     return connect, info
 
 
-__all__ = ["QuicCore", "QuicInfo", "QuicTransport", "client_parameters", "quic_connector"]
+__all__ = ["QuicCore", "QuicInfo", "QuicTransport", "client_parameters", "engine_limits",
+           "quic_connector"]
