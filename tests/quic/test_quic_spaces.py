@@ -118,3 +118,28 @@ def test_initial_keys_are_discarded_after_our_first_handshake_packet(
     first = next(i for i, x in enumerate(packets) if x.startswith("> Handshake "))
     assert not [x for x in packets[first:] if x.startswith("> Initial ")], packets
     assert not any("pn=100" in x for x in packets)   # never opened
+
+
+def _peer_initial(datagram: bytes, frames: bytes) -> bytes:
+    """The scripted server's Initial answering the client's first one, carrying `frames`."""
+    dcid, scid = _ids(datagram)
+    return _server_initial(w.PacketKeys.initial(dcid, "server"), scid, b"\x05" * 8, 0, frames)
+
+
+@pytest.mark.parametrize("frames, code, said", [
+    # largest 5, first range 10: packet numbers below 0
+    (b"\x02\x05\x00\x00\x0a", 0x7, "server's Initial packet has an ACK frame whose ranges "
+     "reach below packet number 0 (RFC 9000 19.3.1: FRAME_ENCODING_ERROR)"),
+    # packet 15 acknowledged: the client sent two or three Initial packets by then
+    (b"\x02\x0f\x00\x00\x00", 0xA, "server's Initial packet has an ACK frame for packet "
+     "number 15, but tlsprobe sent ")])
+def test_an_impossible_ack_is_a_connection_error(udp_peer: Any, run_cli: Callable[..., Any],
+                                                 frames: bytes, code: int, said: str) -> None:
+    sock, got, answers = udp_peer
+    answers.append(lambda d: _peer_initial(d, frames) if d == got[0] else b"")
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "3",
+                  "--json", timeout=30)
+    assert res.returncode == EXIT_PROTOCOL, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert said in line, line
+    assert json.loads(res.stdout)["quic"]["closed_by_us"] == code

@@ -337,12 +337,10 @@ class QuicConnection(VersionHandling, EngineRecords):
         if pn in self.received[space]:   # RFC 9000 12.3: a packet number is processed once
             self.info.ignore(f"{packet.kind} packet number {pn} again (RFC 9000 12.3)")
             return
-        if packet.token:   # RFC 9000 17.2.2: discard, or close with PROTOCOL_VIOLATION
-            self.send_close(0xA)
-            raise HandshakeFailure(FailureKind.PROTOCOL, "server sent an Initial packet "
-                                   f"with a token of {len(packet.token)} bytes (RFC 9000 "
-                                   "17.2.2: a server's Initial has Token Length 0; "
-                                   "PROTOCOL_VIOLATION)")
+        problem = w.packet_problem(packet, frames, self.pn[space])
+        if problem is not None:
+            self.send_close(problem[0])
+            raise HandshakeFailure(FailureKind.PROTOCOL, problem[1])
         wrong = w.not_permitted(space, frames)
         if wrong is not None:
             self.send_close(0xA)
