@@ -17,6 +17,7 @@ def _cut_and_reset(r: Relay) -> None:
     server's datagrams stop after its first with Handshake packets; our datagrams after it
     get a stateless reset."""
     start, clients = [0], [None]
+    r.newest_only = True
 
     def cut() -> bool:
         return any("Handshake" in kinds(d) for d in r.to_client[start[0]:])

@@ -58,8 +58,7 @@ class AsyncQuicTransport(QuicCore, AsyncTransport):
     def __init__(self, endpoint: asyncio.DatagramTransport, datagrams: _Datagrams,
                  target: Target, info: QuicInfo, read_timeout: float,
                  limits: Limits | None = None) -> None:
-        limits = limits or Limits()
-        super().__init__(target, info, read_timeout, limits.max_message, limits.max_records)
+        super().__init__(target, info, read_timeout, limits)
         self.endpoint = endpoint
         self.datagrams = datagrams
         peer = endpoint.get_extra_info("peername")

@@ -15,7 +15,8 @@ use (v2: RFC 9369); a server's first Initial in another version we offered in
 version_information moves the connection to that version (RFC 9368 compatible version
 negotiation), which its transport parameters must confirm.
 
-Bounded: the server's packets with CRYPTO data (--max-records, which over QUIC counts
+Bounded: the bytes of the server's datagrams (--max-bytes, as over TCP), its packets with
+CRYPTO data (--max-records, which over QUIC counts
 them: the engine's records are only our framing of that data), CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
 it, or past the out-of-order ranges kept, a limit of ours, closed with
 CRYPTO_BUFFER_EXCEEDED), packets waiting for keys, frames per packet. Peer faults end as
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tlsprobe.engine.client import Limits
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.errors import FailureKind
@@ -33,7 +35,6 @@ from tlsprobe.net import quic_wire as w
 from tlsprobe.net.quic_info import QuicInfo, frame_name
 from tlsprobe.net.quic_records import EngineRecords
 from tlsprobe.net.quic_versions import VersionHandling
-from tlsprobe.session.flow import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -43,16 +44,17 @@ MAX_WAITING = 32            # packets kept until their keys are known
 DATAGRAM = 1200             # our datagrams that carry an Initial are padded to this size
 INITIAL_ROOM = 512          # CRYPTO bytes an Initial keeps beside a long Retry token
 MAX_INITIAL = 65507         # the largest UDP datagram (IPv4): our longest Initial datagram
-MAX_PACKETS = 4096          # the server's packets with CRYPTO data (--max-records)
 
 
 class QuicConnection(VersionHandling, EngineRecords):
     """Packet-level state of one client connection (see the module docstring)."""
 
-    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE,
-                 max_packets: int = MAX_PACKETS) -> None:
+    def __init__(self, info: QuicInfo, limits: Limits | None = None) -> None:
         self.info = info
-        self.max_packets = max_packets      # --max-records over QUIC: packets with CRYPTO
+        limits = limits or Limits()
+        self.max_packets = limits.max_records   # over QUIC: packets with CRYPTO data
+        self.max_bytes = limits.max_bytes       # the bytes of the server's datagrams
+        self.bytes_in = 0
         self.engine: Handshake | None = None
         self.scid = info.scid
         self.original_dcid = info.original_dcid
@@ -69,7 +71,7 @@ class QuicConnection(VersionHandling, EngineRecords):
                                               w.APPLICATION: set()}
         self.ack_due = {w.INITIAL: False, w.HANDSHAKE: False, w.APPLICATION: False}
         self.crypto_out = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
-        self.crypto_limit = w.crypto_limit(max_message)
+        self.crypto_limit = w.crypto_limit(limits.max_message)
         self.crypto_in = {space: w.CryptoStream(self.crypto_limit)
                           for space in (w.INITIAL, w.HANDSHAKE, w.APPLICATION)}
         self.initial_sent: list[tuple[int, bytes]] = []   # for Retry and retransmission
@@ -280,6 +282,12 @@ class QuicConnection(VersionHandling, EngineRecords):
     def datagram(self, data: bytes) -> None:
         """One datagram from the server; a datagram it cannot read is counted, dropped."""
         self.info.datagrams_received += 1
+        self.bytes_in += len(data)
+        if self.bytes_in > self.max_bytes:   # ours, as over TCP: the server broke no rule
+            self.send_close(0x100 + 80)
+            raise HandshakeFailure(FailureKind.LIMIT, f"server sent more than "
+                                   f"{self.max_bytes} bytes in QUIC datagrams, tlsprobe's "
+                                   "limit (--max-bytes raises it)")
         self.update_keys()
         token = dict(self.info.transport_parameters or ()).get(0x02)
         if isinstance(token, bytes) and w.is_stateless_reset(

@@ -54,8 +54,7 @@ def quic_setup(config: ClientConfig, timeout: float, versions: tuple[int, ...] =
     packets with CRYPTO data), or why QUIC cannot carry that hello."""
     limits = limits or Limits()
     connect, info = quic_connector(timeout, versions=versions,
-                                   max_message=limits.max_message,
-                                   max_packets=limits.max_records)
+                                   limits=limits)
     hello = quic_hello(config, info.scid, info.version, info.offered,
                        alpn=config.alpn if alpn_given else None)
     if isinstance(hello, NotApplicable):
