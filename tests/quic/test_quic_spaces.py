@@ -143,3 +143,19 @@ def test_an_impossible_ack_is_a_connection_error(udp_peer: Any, run_cli: Callabl
     [line] = res.stderr.strip().splitlines()
     assert said in line, line
     assert json.loads(res.stdout)["quic"]["closed_by_us"] == code
+
+
+def test_handshake_done_not_due_is_not_said_missing(quic_server: Any,
+                                                    run_cli: Callable[..., Any]) -> None:
+    # --first-flight-only sends no Finished: the server's HANDSHAKE_DONE is not due, and
+    # "received: no" (JSON false) read as if the server had failed to send it
+    server = quic_server("x25519,secp256r1")
+    args = (server.target, "--quic", "--cafile", server.ca, "--timeout", "5")
+    stopped = run_cli(*args, "--first-flight-only", "--json", timeout=30)
+    assert stopped.returncode == EXIT_OK, stopped.stderr
+    assert json.loads(stopped.stdout)["quic"]["handshake_done"] is None
+    text = run_cli(*args, "--first-flight-only", timeout=30)
+    assert "HANDSHAKE_DONE received: no (not due: tlsprobe did not send its Finished)" in \
+        text.stdout.splitlines()
+    full = run_cli(*args, "--json", timeout=30)
+    assert json.loads(full.stdout)["quic"]["handshake_done"] is True

@@ -164,7 +164,7 @@ class QuicConnection(VersionHandling, EngineRecords):
             elif inner_type == 22:
                 self._crypto_out(space, inner)
                 if w.has_finished(inner):
-                    self.client_finished = True
+                    self.client_finished = self.info.finished_sent = True
 
     def _engine_alert(self, description: int) -> None:
         if description == 0:       # close_notify: QUIC closes with CONNECTION_CLOSE instead
