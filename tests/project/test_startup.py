@@ -104,7 +104,7 @@ def test_the_check_sees_a_heavy_import() -> None:
 
 
 def test_written_out_values_match_their_source() -> None:
-    from tlsprobe.commands import probe, scan, timing
+    from tlsprobe.commands import common, probe, scan, timing
     from tlsprobe.engine import config as cfg
     from tlsprobe.engine.client import Limits
     from tlsprobe.model.audit import SEVERITIES
@@ -112,8 +112,8 @@ def test_written_out_values_match_their_source() -> None:
 
     assert [code for _, code, _ in probe.VERSION_FLAGS] == \
         [cfg.TLS13, cfg.TLS12, cfg.TLS11, cfg.TLS10, cfg.SSL30]
-    assert probe.LIMIT_DEFAULTS == {name: getattr(Limits(), name) for name in
-                                    probe.LIMIT_OPTIONS}
+    assert common.LIMIT_DEFAULTS == {name: getattr(Limits(), name) for name in
+                                     probe.LIMIT_OPTIONS}
     assert (timing.TLS13, timing.TLS12) == (cfg.TLS13, cfg.TLS12)
     assert scan.SEVERITIES == SEVERITIES
     assert tuple(Severity) == SEVERITIES

@@ -112,6 +112,8 @@ def test_max_records_counts_the_servers_quic_packets(quic_server: Any,
     assert full.returncode == EXIT_OK, full.stderr
     received = sum(line.startswith("< ") and "CRYPTO(" in line
                    for line in full.stdout.splitlines())
+    # (twice their number: on a loaded machine our ACKs come late and aioquic sends its
+    # Handshake flight again, CI run of s29: 3 packets, then more than 5)
     enough = run_cli(server.target, "--quic", "--cafile", server.ca, "--timeout", "5",
-                     "--max-records", str(received + 2), timeout=60)
+                     "--max-records", str(2 * received + 2), timeout=60)
     assert enough.returncode == EXIT_OK, enough.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tlsprobe.errors import EXIT_NETWORK, EXIT_PROTOCOL
+from tlsprobe.errors import EXIT_LIMIT, EXIT_NETWORK, EXIT_PROTOCOL
 from tlsprobe.net import quic, quic_conn, quic_info, quic_params as qp, quic_wire as w
 
 
@@ -205,3 +205,21 @@ def test_a_packet_number_is_processed_once(udp_peer: Any,
     assert line.endswith("(last: Initial packet number 0 again (RFC 9000 12.3))"), line
     quic = json.loads(res.stdout)["quic"]
     assert quic["ignored"] == quic["datagrams_received"] - 1 > 0
+
+
+def test_max_bytes_counts_the_servers_datagrams(udp_peer: Any,
+                                               run_cli: Callable[..., Any]) -> None:
+    # a peer answering each of our datagrams with 3 KB it cannot read: over TCP --max-bytes
+    # stops such a stream; over QUIC it counted only CRYPTO data and the probe waited for
+    # its read limit (exit 3). Now the datagrams' bytes count, as the option says
+    sock, got, answers = udp_peer
+    answers.extend([b"\x40" + bytes(1499)] * 2)
+    res = run_cli(f"127.0.0.1:{sock.getsockname()[1]}", "--quic", "--timeout", "3",
+                  "--max-bytes", "5000", "--json", timeout=30)
+    assert res.returncode == EXIT_LIMIT, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.endswith("server sent more than 5000 bytes in QUIC datagrams, tlsprobe's "
+                         "limit (--max-bytes raises it)"), line
+    report = json.loads(res.stdout)
+    assert report["error_kind"] == "limit"
+    assert report["quic"]["datagrams_received"] == 4   # 6,000 bytes: stopped at once

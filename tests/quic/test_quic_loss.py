@@ -27,7 +27,10 @@ class Relay:
     datagram is delivered (given the datagrams delivered so far); `forge`: called with each
     client datagram, what it returns is sent back to the client; `alter`: what a server
     datagram becomes on its way to the client; `alter_client`: what a client datagram becomes
-    on its way to the server."""
+    on its way to the server. The server's datagrams go to the client address that sent
+    last; with `newest_only`, to the newest one (connections one after the other, each from
+    a socket of its own: an earlier one's late datagram, its CONNECTION_CLOSE, does not take
+    the server's answers away)."""
 
     def __init__(self, server_port: int) -> None:
         self.front = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -49,6 +52,8 @@ class Relay:
         self.to_client: list[bytes] = []       # in the order tlsprobe got them
         self._held: bytes | None = None
         self._client: tuple[str, int] | None = None
+        self._senders: set[tuple[str, int]] = set()
+        self.newest_only = False
         self._stop = threading.Event()
         self._moved = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -63,7 +68,10 @@ class Relay:
         while not self._stop.is_set():
             ready, _, _ = select.select([self.front, self.back], [], [], 0.1)
             if self.front in ready:
-                data, self._client = self.front.recvfrom(65535)
+                data, sender = self.front.recvfrom(65535)
+                if not self.newest_only or sender not in self._senders:
+                    self._client = sender
+                self._senders.add(sender)
                 with self._moved:
                     self.from_client.append(data)
                     self.client_times.append(time.monotonic())

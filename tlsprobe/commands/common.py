@@ -306,6 +306,32 @@ def error_line(exc: TlsprobeError) -> str:
     return f"tlsprobe: {text}"
 
 
-__all__ = ["MAX_SECONDS", "ArgumentParser", "add_connection_arguments", "add_json_out_argument",
+#: the probe's and scan's limits (engine.guards.Limits), written out so that building the
+#: parser imports no engine (tests/project/test_startup.py checks that they match)
+LIMIT_DEFAULTS = {"max_message": 262144, "max_chain": 16, "max_records": 4096,
+                  "max_bytes": 16 * 2 ** 20}
+#: the largest value of each limit: a handshake message's length field holds 2^24 - 1; the
+#: others bound what one probe holds in memory (the trace keeps 4 events a record)
+LIMIT_MAXIMA = {"max_message": 2 ** 24 - 1, "max_chain": 1000, "max_records": 2 ** 20,
+                "max_bytes": 2 ** 30}
+
+
+def add_limit_arguments(group: argparse._ArgumentGroup, past: str) -> None:
+    """--max-message, --max-chain, --max-records, --max-bytes (the probe's and scan's one
+    set: a connection of either holds the same bounds); `past`: what happens past one."""
+    for name, metavar, what in (
+            ("max_message", "BYTES", "largest handshake message accepted"),
+            ("max_chain", "N", "most certificates accepted in the server's chain"),
+            ("max_records", "N", ("most records read from the server (with --quic: its "
+                                  "QUIC packets with CRYPTO data)")),
+            ("max_bytes", "BYTES", "most bytes read from the server")):
+        group.add_argument("--" + name.replace("_", "-"),
+                           type=whole_number(1, LIMIT_MAXIMA[name]), metavar=metavar,
+                           help=f"{what}, 1 to {LIMIT_MAXIMA[name]} (default "
+                           f"{LIMIT_DEFAULTS[name]}); {past}")
+
+
+__all__ = ["LIMIT_DEFAULTS", "LIMIT_MAXIMA", "MAX_SECONDS", "ArgumentParser",
+           "add_connection_arguments", "add_json_out_argument", "add_limit_arguments",
            "check_json_out", "command_parser", "distinct_files", "error_line", "seconds",
            "whole_number", "write_json_out", "written_to"]

@@ -12,10 +12,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from tlsprobe.commands.common import (
+    add_limit_arguments,
     add_sni_arguments,
     add_trust_arguments,
     seconds,
-    whole_number,
 )
 from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
 
@@ -27,17 +27,12 @@ if TYPE_CHECKING:
 # The parser is built without importing the engine, the registry or `cryptography` (that
 # keeps `tlsprobe --help` and `--version` fast; tests/project/test_startup.py checks it): what the
 # options need from those packages is imported when the command runs. The version codes
-# (engine.config.TLS13 ...) and the limits' defaults (engine.guards.Limits) are therefore
-# written out here; tests/project/test_startup.py checks that they match.
+# (engine.config.TLS13 ...) are therefore written out here, the limits' defaults
+# (engine.guards.Limits) in commands/common.py (scan takes them too); tests/project/
+# test_startup.py checks that they match.
 VERSION_FLAGS = (("tls1_3", 0x0304, "TLS 1.3"), ("tls1_2", 0x0303, "TLS 1.2"),
                  ("tls1_1", 0x0302, "TLS 1.1"), ("tls1", 0x0301, "TLS 1.0"),
                  ("ssl3", 0x0300, "SSL 3.0"))
-LIMIT_DEFAULTS = {"max_message": 262144, "max_chain": 16, "max_records": 4096,
-                  "max_bytes": 16 * 2 ** 20}
-#: the largest value of each limit: a handshake message's length field holds 2^24 - 1; the
-#: others bound what one probe holds in memory (the trace keeps 4 events a record)
-LIMIT_MAXIMA = {"max_message": 2 ** 24 - 1, "max_chain": 1000, "max_records": 2 ** 20,
-                "max_bytes": 2 ** 30}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -97,14 +92,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "limited to three times this)")
     o.add_argument("--total-timeout", type=seconds, metavar="SECONDS", help="limit for the "
                    "whole probe, from connect to verdict (default: 3 x --timeout)")
-    for name, metavar, what in (
-            ("max_message", "BYTES", "largest handshake message accepted"),
-            ("max_chain", "N", "most certificates accepted in the server's chain"),
-            ("max_records", "N", "most records read from the server (with --quic: its QUIC packets with CRYPTO data)"),
-            ("max_bytes", "BYTES", "most bytes read from the server")):
-        o.add_argument("--" + name.replace("_", "-"), type=whole_number(1, LIMIT_MAXIMA[name]),
-                       metavar=metavar, help=f"{what}, 1 to {LIMIT_MAXIMA[name]} (default "
-                       f"{LIMIT_DEFAULTS[name]}); past it the probe stops, exit 8")
+    add_limit_arguments(o, "past it the probe stops, exit 8")
     t = p.add_argument_group("handshake timing (tlsprobe HOST --timing)")
     t.add_argument("--timing", action="store_true", help="time N full handshakes per group "
                    "the server accepts and rank the groups by handshake cost. --tls1_3/--tls1_2 "

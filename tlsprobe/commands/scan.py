@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from tlsprobe.commands.common import (
     add_connection_arguments,
+    add_limit_arguments,
     add_sni_arguments,
     add_trust_arguments,
     start_up,
@@ -147,6 +148,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "vulnerable or intolerant check or a finding at or above --fail-on "
                    "(default low); docs/POLICY.md")
     add_connection_arguments(o, concurrency=4, concurrency_help="targets audited at once")
+    add_limit_arguments(o, "past it that connection's answer is inconclusive (over TCP and "
+                        "--quic alike; a probe stops there with exit 8)")
 
 
 def _bad_report(line: BadLine) -> AuditReport:

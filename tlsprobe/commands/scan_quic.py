@@ -44,8 +44,9 @@ def quic_connector(args: argparse.Namespace) -> AsyncQuicConnector | None:
         raise UsageError("--starttls cannot be used with --quic (QUIC has no plain-text "
                          "preamble)")
     from tlsprobe.net.quic_async import AsyncQuicConnector
+    from tlsprobe.requests.probe import limits_from_args
     return AsyncQuicConnector(args.timeout, quic_versions(args),
-                              _alpn(getattr(args, "alpn", None)))
+                              _alpn(getattr(args, "alpn", None)), limits_from_args(args))
 
 
 def _alpn(given: str | None) -> tuple[str, ...] | None:

@@ -169,6 +169,7 @@ class ConnectionReport:
     compression: Codepoint | None = None
     sslv2_cipher_specs: tuple[Cipher, ...] = ()
     framing: str | None = None
+    quic_version: Codepoint | None = None
 
     @property
     def group(self) -> Codepoint | None:
@@ -207,7 +208,7 @@ class ConnectionReport:
             self.server_bytes, self.encrypted,
             self.decrypted, self.handshake_complete, self.close, self.midstream,
             self.preamble, self.gap_bytes, self.problems, self.compression,
-            self.sslv2_cipher_specs, self.framing)
+            self.sslv2_cipher_specs, self.framing, self.quic_version)
 
 
 def shape_json(shared: list[tuple[str, ...] | None], dumps: Callable[[object], str],
@@ -261,6 +262,8 @@ class BriefReport(NamedTuple):
     #: both Finished messages read (decrypted; None: not decrypted): a fatal alert after
     #: them did not end the handshake (the table's "failed" reads it)
     handshake_complete: bool | None = None
+    #: a QUIC handshake's version (id, hex, name: v1, v2, draft-29, ...), else None
+    quic_version: Codepoint | None = None
 
 
 #: what marks a problem that is a protocol violation named with its RFC rule (the live
@@ -324,7 +327,7 @@ _FAST_JSON = tuple(f.name for f in dataclasses.fields(ConnectionReport)) == (
     "client_hellos", "client_random", *_SHAPE_PARTS[1], "session_ticket_lifetime",
     *_SHAPE_PARTS[2], "timings", "client_bytes", "server_bytes", "encrypted", "decrypted",
     "handshake_complete", "close", "midstream", "preamble", "gap_bytes", "problems",
-    "compression", "sslv2_cipher_specs", "framing") and \
+    "compression", "sslv2_cipher_specs", "framing", "quic_version") and \
     tuple(f.name for f in dataclasses.fields(ConnectionTimings)) == (
         "start", "server_hello_ms", "handshake_ms", "duration_ms")
 #: values a capture repeats (interned by the report builder): their JSON text is remembered

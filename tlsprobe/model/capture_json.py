@@ -30,11 +30,12 @@ def connection_json(dumps: Callable[[object], str], parts: tuple[str, ...], file
                     decrypted: bool, complete: bool | None, close: str | None,
                     midstream: bool, preamble: str | None, gap_bytes: int,
                     problems: tuple[str, ...], compression: object,
-                    sslv2: tuple[object, ...], framing: str | None) -> str:
+                    sslv2: tuple[object, ...], framing: str | None,
+                    quic_version: object = None) -> str:
     """A `ConnectionReport`'s JSON object (`to_json`) from its field values, the shape's
     part already written (`parts`, see `model.capture.shape_json`) and the timings' object
     too (its numbers as `number` writes them). `compression` (a Codepoint or None) and
-    `sslv2` (Ciphers) are written by `dumps`, the run's encoder. The flags are JSON
+    `sslv2` (Ciphers) and `quic_version` (a Codepoint or None) are written by `dumps`, the run's encoder. The flags are JSON
     booleans or null, written inline (no call each: once per connection)."""
     text = plain_string  # for values never None
     return (f'{{"kind": "connection", "file": {text(file)}, "id": {cid}, '
@@ -60,4 +61,5 @@ def connection_json(dumps: Callable[[object], str], parts: tuple[str, ...], file
             f'"problems": {dumps(problems) if problems else "[]"}, '
             f'"compression": {"null" if compression is None else dumps(compression)}, '
             f'"sslv2_cipher_specs": {dumps(sslv2) if sslv2 else "[]"}, '
-            f'"framing": {"null" if framing is None else text(framing)}}}')
+            f'"framing": {"null" if framing is None else text(framing)}, '
+            f'"quic_version": {"null" if quic_version is None else dumps(quic_version)}}}')

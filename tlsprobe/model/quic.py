@@ -27,7 +27,8 @@ class QuicSummary:
     the error codes of the CONNECTION_CLOSE frames (0x100 + alert for a TLS alert);
     `closed_by_server_application`: the server's was the application kind (frame 0x1d),
     whose code is the application's (HTTP/3's H3_NO_ERROR is 0x100), neither a transport
-    error nor a TLS alert; None when the server sent none."""
+    error nor a TLS alert; None when the server sent none. `handshake_done`: the server's
+    HANDSHAKE_DONE arrived; None when it was not due (our Finished was never sent)."""
 
     version: str
     version_name: str
@@ -37,7 +38,7 @@ class QuicSummary:
     bad_retries: int
     version_negotiation: tuple[str, ...] | None
     transport_parameters: tuple[QuicParameter, ...] | None
-    handshake_done: bool
+    handshake_done: bool | None
     datagrams_received: int
     ignored: int
     closed_by_server: int | None

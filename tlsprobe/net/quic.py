@@ -22,18 +22,19 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tlsprobe.engine.client import Limits
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.errors import FailureKind, NetworkCause, NetworkError
 from tlsprobe.escaping import quoted_bytes
-from tlsprobe.net.quic_conn import MAX_PACKETS, QuicConnection
+from tlsprobe.net.quic_conn import QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.tcp import Target, cause_of, resolve
 from tlsprobe.net.transport import Connector, Transport
-from tlsprobe.session.flow import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -50,10 +51,10 @@ class QuicCore:
     what `receive` returns, and its timeout message."""
 
     def __init__(self, target: Target, info: QuicInfo, read_timeout: float,
-                 max_message: int = MAX_MESSAGE, max_packets: int = MAX_PACKETS) -> None:
+                 limits: Limits | None = None) -> None:
         self.target = target
         self.info = info
-        self.conn = QuicConnection(info, max_message, max_packets)
+        self.conn = QuicConnection(info, limits)
         self.read_timeout = read_timeout
         self.tries = 0
         self.next_try = 0.0
@@ -176,9 +177,8 @@ class QuicTransport(QuicCore, Transport):
     """One QUIC connection over a blocking UDP socket (see the module docstring)."""
 
     def __init__(self, sock: socket.socket, target: Target, info: QuicInfo,
-                 read_timeout: float, max_message: int = MAX_MESSAGE,
-                 max_packets: int = MAX_PACKETS) -> None:
-        super().__init__(target, info, read_timeout, max_message, max_packets)
+                 read_timeout: float, limits: Limits | None = None) -> None:
+        super().__init__(target, info, read_timeout, limits)
         self.sock = sock
         self.address = str(sock.getpeername()[0])
 
@@ -238,6 +238,15 @@ class QuicTransport(QuicCore, Transport):
             pass
 
 
+def engine_limits(limits: Limits) -> Limits:
+    """The engine's limits over QUIC: its records are tlsprobe's own framing of CRYPTO data
+    (net/quic_conn.py `records`), not anything the server sent, so --max-records bounds the
+    server's packets with CRYPTO data instead (the connection counts them) and the engine's count is set
+    where it never comes first: each packet adds at most one record per 16 KiB of its
+    (at most 64 KiB) data and one more, plus the record of a closing alert."""
+    return replace(limits, max_records=5 * limits.max_records + 1)
+
+
 def _text(exc: OSError) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused (ICMP port unreachable: nothing listens on that UDP port)"
@@ -247,15 +256,14 @@ def _text(exc: OSError) -> str:
 def quic_connector(timeout: float, read_timeout: float | None = None,
                    info: QuicInfo | None = None,
                    versions: tuple[int, ...] = (QUIC_V1,),
-                   max_message: int = MAX_MESSAGE,
-                   max_packets: int = MAX_PACKETS) -> tuple[Connector, QuicInfo]:
+                   limits: Limits | None = None) -> tuple[Connector, QuicInfo]:
     """A connector for `run_probe(connect=...)` and the QuicInfo it fills; the connection
     IDs are chosen here, as the ClientHello's transport parameters name ours
     (`client_parameters(info.scid, info.version, info.offered)`). `versions[0]` is the
     version of our Initial packets; more versions are offered for compatible version
-    negotiation, preferred to the first in their order. `max_message`: the engine's
-    --max-message, which bounds the CRYPTO data of each epoch too; `max_packets`: its
-    --max-records, which over QUIC bounds the server's packets with CRYPTO data."""
+    negotiation, preferred to the first in their order. `limits`: the user's (--max-*):
+    --max-message bounds the CRYPTO data of each epoch too, --max-records the server's
+    packets with CRYPTO data, --max-bytes the bytes of its datagrams."""
     if info is None:
         scid, dcid = new_connection_ids()
         info = QuicInfo(scid, dcid, versions[0],
@@ -277,10 +285,10 @@ def quic_connector(timeout: float, read_timeout: float | None = None,
         except OSError as exc:
             sock.close()
             raise NetworkError(f"{target.display}: {_text(exc)}", cause_of(exc)) from None
-        return QuicTransport(sock, target, state, read_timeout or timeout, max_message,
-                             max_packets)
+        return QuicTransport(sock, target, state, read_timeout or timeout, limits)
 
     return connect, info
 
 
-__all__ = ["QuicCore", "QuicInfo", "QuicTransport", "client_parameters", "quic_connector"]
+__all__ = ["QuicCore", "QuicInfo", "QuicTransport", "client_parameters", "engine_limits",
+           "quic_connector"]

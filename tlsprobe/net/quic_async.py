@@ -22,9 +22,10 @@ import asyncio
 import socket
 import time
 
+from tlsprobe.engine.client import Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkCause, NetworkError
-from tlsprobe.net.quic import QuicCore, _text
+from tlsprobe.net.quic import QuicCore, _text, engine_limits
 from tlsprobe.net.quic_hello import NO_TLS13, quic_hello
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
@@ -55,8 +56,9 @@ class AsyncQuicTransport(QuicCore, AsyncTransport):
     """One QUIC connection over an asyncio datagram endpoint (an `AsyncTransport`)."""
 
     def __init__(self, endpoint: asyncio.DatagramTransport, datagrams: _Datagrams,
-                 target: Target, info: QuicInfo, read_timeout: float) -> None:
-        super().__init__(target, info, read_timeout)
+                 target: Target, info: QuicInfo, read_timeout: float,
+                 limits: Limits | None = None) -> None:
+        super().__init__(target, info, read_timeout, limits)
         self.endpoint = endpoint
         self.datagrams = datagrams
         peer = endpoint.get_extra_info("peername")
@@ -115,11 +117,14 @@ class AsyncQuicTransport(QuicCore, AsyncTransport):
 
 class AsyncQuicConnector(AsyncConnector):
     """Opens `AsyncQuicTransport`s (an `AsyncConnector`); see the module docstring.
-    `versions` as net.quic.quic_connector's (our Initial's version first)."""
+    `versions` as net.quic.quic_connector's (our Initial's version first); `limits`: the
+    scan's --max-message (which bounds each epoch's CRYPTO data too) and --max-records
+    (which over QUIC counts the server's packets with CRYPTO data), as the probe's."""
 
     def __init__(self, timeout: float, versions: tuple[int, ...] = (QUIC_V1,),
-                 alpn: tuple[str, ...] | None = None) -> None:
+                 alpn: tuple[str, ...] | None = None, limits: Limits | None = None) -> None:
         self.timeout = timeout
+        self.limits = limits or Limits()
         self.alpn = alpn   # every hello's protocols (scan --alpn), else h3
         self.version = versions[0]
         self.offered = (*versions[1:], versions[0]) if len(versions) > 1 else ()
@@ -131,6 +136,10 @@ class AsyncQuicConnector(AsyncConnector):
         them; the others offer the connector's), or why QUIC cannot carry it."""
         return quic_hello(config, self.scid, self.version, self.offered,
                           alpn=config.alpn or self.alpn)
+
+    def engine_limits(self, limits: Limits) -> Limits:
+        """The engine's bounds over QUIC (net/quic.py `engine_limits`)."""
+        return engine_limits(limits)
 
     async def __call__(self, target: Target, deadline: float) -> AsyncQuicTransport:
         wait = max(0.0, min(self.timeout, deadline - time.monotonic()))
@@ -148,7 +157,8 @@ class AsyncQuicConnector(AsyncConnector):
         except OSError as exc:
             raise _failed(target, _text(exc), cause_of(exc)) from None
         info = QuicInfo(self.scid, new_connection_ids()[1], self.version, self.offered)
-        return AsyncQuicTransport(endpoint, datagrams, target, info, self.timeout)
+        return AsyncQuicTransport(endpoint, datagrams, target, info, self.timeout,
+                                  self.limits)
 
     async def _resolve(self, target: Target) -> list[AddrInfo]:
         """The target's addresses, looked up once per connector (shared by its jobs)."""

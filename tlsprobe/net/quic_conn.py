@@ -15,7 +15,8 @@ use (v2: RFC 9369); a server's first Initial in another version we offered in
 version_information moves the connection to that version (RFC 9368 compatible version
 negotiation), which its transport parameters must confirm.
 
-Bounded: the server's packets with CRYPTO data (--max-records, which over QUIC counts
+Bounded: the bytes of the server's datagrams (--max-bytes, as over TCP), its packets with
+CRYPTO data (--max-records, which over QUIC counts
 them: the engine's records are only our framing of that data), CRYPTO data per epoch (the engine's --max-message and `MAX_CRYPTO` more: past
 it, or past the out-of-order ranges kept, a limit of ours, closed with
 CRYPTO_BUFFER_EXCEEDED), packets waiting for keys, frames per packet. Peer faults end as
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tlsprobe.engine.client import Limits
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.engine.protection import Tls13Protection
 from tlsprobe.errors import FailureKind
@@ -33,7 +35,6 @@ from tlsprobe.net import quic_wire as w
 from tlsprobe.net.quic_info import QuicInfo, frame_name
 from tlsprobe.net.quic_records import EngineRecords
 from tlsprobe.net.quic_versions import VersionHandling
-from tlsprobe.session.flow import MAX_MESSAGE
 
 if TYPE_CHECKING:
     from tlsprobe.engine.interface import Handshake
@@ -43,16 +44,17 @@ MAX_WAITING = 32            # packets kept until their keys are known
 DATAGRAM = 1200             # our datagrams that carry an Initial are padded to this size
 INITIAL_ROOM = 512          # CRYPTO bytes an Initial keeps beside a long Retry token
 MAX_INITIAL = 65507         # the largest UDP datagram (IPv4): our longest Initial datagram
-MAX_PACKETS = 4096          # the server's packets with CRYPTO data (--max-records)
 
 
 class QuicConnection(VersionHandling, EngineRecords):
     """Packet-level state of one client connection (see the module docstring)."""
 
-    def __init__(self, info: QuicInfo, max_message: int = MAX_MESSAGE,
-                 max_packets: int = MAX_PACKETS) -> None:
+    def __init__(self, info: QuicInfo, limits: Limits | None = None) -> None:
         self.info = info
-        self.max_packets = max_packets      # --max-records over QUIC: packets with CRYPTO
+        limits = limits or Limits()
+        self.max_packets = limits.max_records   # over QUIC: packets with CRYPTO data
+        self.max_bytes = limits.max_bytes       # the bytes of the server's datagrams
+        self.bytes_in = 0
         self.engine: Handshake | None = None
         self.scid = info.scid
         self.original_dcid = info.original_dcid
@@ -69,7 +71,7 @@ class QuicConnection(VersionHandling, EngineRecords):
                                               w.APPLICATION: set()}
         self.ack_due = {w.INITIAL: False, w.HANDSHAKE: False, w.APPLICATION: False}
         self.crypto_out = {w.INITIAL: 0, w.HANDSHAKE: 0, w.APPLICATION: 0}
-        self.crypto_limit = w.crypto_limit(max_message)
+        self.crypto_limit = w.crypto_limit(limits.max_message)
         self.crypto_in = {space: w.CryptoStream(self.crypto_limit)
                           for space in (w.INITIAL, w.HANDSHAKE, w.APPLICATION)}
         self.initial_sent: list[tuple[int, bytes]] = []   # for Retry and retransmission
@@ -91,12 +93,23 @@ class QuicConnection(VersionHandling, EngineRecords):
         self.closed = False                 # our CONNECTION_CLOSE is out
         self.peer_closed: tuple[int, str] | None = None
         self.hs_stream = bytearray()        # the server's Handshake messages, for 0x39
+        self.discarded: set[int] = set()    # spaces whose keys are gone (RFC 9001 4.9)
 
     # -- keys ----------------------------------------------------------------------------
     def _initial_keys(self) -> None:
         """The Initial keys of the current version and destination connection ID."""
         self.send_keys[w.INITIAL] = w.PacketKeys.initial(self.key_dcid, "client", self.version)
         self.recv_keys[w.INITIAL] = w.PacketKeys.initial(self.key_dcid, "server", self.version)
+
+    def _discard(self, space: int) -> None:
+        """Drop a space's packet keys (RFC 9001 4.9): Initial once our first Handshake
+        packet is out (4.9.1), Handshake once the handshake is confirmed by HANDSHAKE_DONE
+        (4.9.2, RFC 9001 4.1.2); nothing is sent in that space again, packets received in it
+        are ignored."""
+        self.send_keys.pop(space, None)
+        self.recv_keys.pop(space, None)
+        self.ack_due[space] = False
+        self.discarded.add(space)
 
     def update_keys(self) -> None:
         """Install the packet keys of each epoch once the engine's key schedule has them."""
@@ -151,7 +164,7 @@ class QuicConnection(VersionHandling, EngineRecords):
             elif inner_type == 22:
                 self._crypto_out(space, inner)
                 if w.has_finished(inner):
-                    self.client_finished = True
+                    self.client_finished = self.info.finished_sent = True
 
     def _engine_alert(self, description: int) -> None:
         if description == 0:       # close_notify: QUIC closes with CONNECTION_CLOSE instead
@@ -212,6 +225,8 @@ class QuicConnection(VersionHandling, EngineRecords):
         self.info.note(">", ("Initial", "", "Handshake", "1-RTT")[space], pn, self.dcid,
                        self.scid if space != w.APPLICATION else b"", frames)
         self.pn[space] = pn + 1
+        if space == w.HANDSHAKE and w.INITIAL not in self.discarded:
+            self._discard(w.INITIAL)
 
     def flush(self) -> None:
         """Queue the ACKs that are due."""
@@ -251,11 +266,13 @@ class QuicConnection(VersionHandling, EngineRecords):
             self._send_initial(start, data)
 
     def send_close(self, error: int) -> None:
-        """CONNECTION_CLOSE in the highest epoch we have keys for (and Handshake with it)."""
+        """CONNECTION_CLOSE in the highest epoch we have keys for, and in Handshake with it
+        until the handshake is confirmed (RFC 9000 10.2.3: the server may not have 1-RTT
+        keys yet); once confirmed, Handshake keys are discarded and 1-RTT alone carries it."""
         if self.closed:
             return
         spaces = [s for s in (w.HANDSHAKE, w.APPLICATION) if s in self.send_keys] or \
-            [w.INITIAL]
+            [s for s in (w.INITIAL,) if s in self.send_keys]
         for space in spaces:
             self._send(space, w.close_frame(error))
         self.closed = True
@@ -265,6 +282,12 @@ class QuicConnection(VersionHandling, EngineRecords):
     def datagram(self, data: bytes) -> None:
         """One datagram from the server; a datagram it cannot read is counted, dropped."""
         self.info.datagrams_received += 1
+        self.bytes_in += len(data)
+        if self.bytes_in > self.max_bytes:   # ours, as over TCP: the server broke no rule
+            self.send_close(0x100 + 80)
+            raise HandshakeFailure(FailureKind.LIMIT, f"server sent more than "
+                                   f"{self.max_bytes} bytes in QUIC datagrams, tlsprobe's "
+                                   "limit (--max-bytes raises it)")
         self.update_keys()
         token = dict(self.info.transport_parameters or ()).get(0x02)
         if isinstance(token, bytes) and w.is_stateless_reset(
@@ -302,6 +325,10 @@ class QuicConnection(VersionHandling, EngineRecords):
             self.info.ignore(f"a {packet.kind} packet from the server")
             return
         keys = self.recv_keys.get(space)
+        if keys is None and space in self.discarded:
+            self.info.ignore(f"{packet.kind} packet after its keys were discarded "
+                             "(RFC 9001 4.9)")
+            return
         if keys is None:
             if len(self.waiting) < MAX_WAITING:
                 self.waiting.append(packet)
@@ -318,6 +345,10 @@ class QuicConnection(VersionHandling, EngineRecords):
         if pn in self.received[space]:   # RFC 9000 12.3: a packet number is processed once
             self.info.ignore(f"{packet.kind} packet number {pn} again (RFC 9000 12.3)")
             return
+        problem = w.packet_problem(packet, frames, self.pn[space])
+        if problem is not None:
+            self.send_close(problem[0])
+            raise HandshakeFailure(FailureKind.PROTOCOL, problem[1])
         wrong = w.not_permitted(space, frames)
         if wrong is not None:
             self.send_close(0xA)
@@ -364,6 +395,7 @@ class QuicConnection(VersionHandling, EngineRecords):
                                        f"over tlsprobe's limit: {exc}") from None
         elif frame.type == 0x1E:
             self.info.handshake_done = True
+            self._discard(w.HANDSHAKE)      # the handshake is confirmed (RFC 9001 4.1.2)
         elif frame.type == 0x1A and not self.closed:   # RFC 9000 8.2.2: answered at once,
             self._send(space, b"\x1b" + frame.data, DATAGRAM)   # in 1,200 bytes or more
         elif frame.type in (0x1C, 0x1D):

@@ -53,6 +53,7 @@ class QuicInfo:
     client_hello_packets: int = 0       # Initial packets our first ClientHello took
     datagrams_received: int = 0
     handshake_done: bool = False
+    finished_sent: bool = False      # our Finished left: the server's HANDSHAKE_DONE is due
     version_negotiation: list[int] | None = None
     retry_scid: bytes | None = None
     bad_retry: int = 0
@@ -111,7 +112,8 @@ class QuicInfo:
             bad_retries=self.bad_retry,
             version_negotiation=None if self.version_negotiation is None else tuple(
                 f"0x{v:08x}" for v in self.version_negotiation),
-            transport_parameters=params, handshake_done=self.handshake_done,
+            transport_parameters=params,
+            handshake_done=self.handshake_done if self.finished_sent else None,
             datagrams_received=self.datagrams_received, ignored=self.ignored_count,
             closed_by_server=None if closed is None else closed[0],
             closed_by_server_reason=None if closed is None or not closed[1] else
@@ -137,7 +139,9 @@ class QuicInfo:
             for pid, value in self.transport_parameters:
                 name, shown = qp.describe(pid, value)
                 out.append(f"  {name}: {shown}")
-        out.append(f"HANDSHAKE_DONE received: {'yes' if self.handshake_done else 'no'}")
+        out.append("HANDSHAKE_DONE received: " + ("yes" if self.handshake_done else "no" if
+                                                  self.finished_sent else "no (not due: "
+                                                  "tlsprobe did not send its Finished)"))
         if self.closed_by_server is not None:
             out.append("Server closed with: CONNECTION_CLOSE "
                        f"{close_text(self.closed_by_server[0], self.closed_by_application)}")

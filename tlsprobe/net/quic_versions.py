@@ -72,7 +72,8 @@ class VersionHandling:
             return
         self.info.version_negotiation = versions[:32]
         shown = ", ".join(f"0x{v:08x}" for v in versions[:8]) or "none"
-        also = [v for v in self.info.offered if v in versions]
+        # a version tlsprobe speaks that the server lists (those we offered first)
+        also = [v for v in (*self.info.offered, *w.VERSIONS) if v in versions]
         hint = f"; it offers {w.version_name(also[0])}, which tlsprobe would speak, but a " \
             "connection is not started again in another version (RFC 9368 2.4): give " \
             f"--quic-version {w.version_name(also[0])[1:]}" if also else ""

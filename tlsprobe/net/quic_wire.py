@@ -39,7 +39,7 @@ from tlsprobe.wire.quic import (
 __all__ = ["APPLICATION", "HANDSHAKE", "INITIAL", "QUIC_V1", "QUIC_V2", "SALT_V1", "SALT_V2",
            "SUITES", "VERSIONS", "CryptoLimit", "CryptoStream", "Frame", "Packet", "PacketKeys",
            "ack_frame", "close_frame", "crypto_frame", "crypto_limit", "decode_pn",
-           "has_finished", "long_header", "new_connection_ids", "not_permitted", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
+           "has_finished", "long_header", "new_connection_ids", "not_permitted", "packet_problem", "parse_frames", "pull_bytes", "pull_varint", "retry_tag",
            "seal", "short_header", "split_datagram", "unprotect", "varint", "version_name"]
 
 INITIAL, HANDSHAKE, APPLICATION = 0, 2, 3     # packet number spaces (0-RTT unused)
@@ -266,6 +266,31 @@ def not_permitted(space: int, frames: list[Frame]) -> Frame | None:
     if space == APPLICATION:
         return None
     return next((f for f in frames if f.type not in HANDSHAKE_FRAMES), None)
+
+
+def packet_problem(packet: Packet, frames: list[Frame], sent: int) -> tuple[int, str] | None:
+    """(our CONNECTION_CLOSE's error code, the error's text) when a server packet that
+    opened breaks a rule the client enforces: a token in its Initial (RFC 9000 17.2.2:
+    PROTOCOL_VIOLATION), an ACK frame that acknowledges a negative packet number (19.3.1:
+    FRAME_ENCODING_ERROR) or a packet never sent in its space (`sent`: packets we sent
+    there; 13.1: PROTOCOL_VIOLATION); else None."""
+    if packet.token:
+        return 0xA, (f"server sent an Initial packet with a token of {len(packet.token)} "
+                     "bytes (RFC 9000 17.2.2: a server's Initial has Token Length 0; "
+                     "PROTOCOL_VIOLATION)")
+    for frame in frames:
+        if frame.type not in (0x02, 0x03):
+            continue
+        if min(low for low, _ in frame.ranges) < 0:
+            return 0x7, (f"server's {packet.kind} packet has an ACK frame whose ranges "
+                         "reach below packet number 0 (RFC 9000 19.3.1: "
+                         "FRAME_ENCODING_ERROR)")
+        largest = frame.ranges[0][1]
+        if largest >= sent:
+            return 0xA, (f"server's {packet.kind} packet has an ACK frame for packet number "
+                         f"{largest}, but tlsprobe sent {sent} packets in that space (RFC "
+                         "9000 13.1: PROTOCOL_VIOLATION)")
+    return None
 
 
 def _ack(payload: bytes, p: int, ftype: int) -> tuple[Frame, int]:

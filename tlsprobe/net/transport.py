@@ -30,7 +30,8 @@ checks): a transport's `bind(engine)` (QUIC's packet keys), `local` and, for asy
 transports, `delivered(limit)` (the peer's TCP acknowledged what was sent) and
 `finish_sending()` (a half-close: TCP's FIN while the answer is still read); an async
 connector's `adapt(config)` (the hello's form on this channel, or `NotApplicable`) and
-`preamble(target)` (what a STARTTLS preamble said). TCP, STARTTLS and QUIC transports and
+`preamble(target)` (what a STARTTLS preamble said) and `engine_limits(limits)` (the
+engine's bounds on this channel: QUIC counts --max-records in packets itself). TCP, STARTTLS and QUIC transports and
 connectors subclass these protocols, so mypy --strict checks that they conform.
 """
 
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Protocol
 from tlsprobe.net.target import Target
 
 if TYPE_CHECKING:
-    from tlsprobe.engine.client import ClientHandshake
+    from tlsprobe.engine.client import ClientHandshake, Limits
     from tlsprobe.engine.config import ClientConfig
     from tlsprobe.model.starttls import StartTlsInfo
 
@@ -138,6 +139,11 @@ class AsyncConnector(Protocol):
         `starttls` object), None without one (the default)."""
         return None
 
+    def engine_limits(self, limits: Limits) -> Limits:
+        """The engine's bounds for a connection of this channel given the user's `limits`
+        (--max-*). Default: the same."""
+        return limits
+
 
 class WrappingConnector(AsyncConnector):
     """An `AsyncConnector` over `inner` that passes the hooks on to it; subclasses define
@@ -151,6 +157,9 @@ class WrappingConnector(AsyncConnector):
 
     def preamble(self, target: Target) -> StartTlsInfo | None:
         return self.inner.preamble(target)
+
+    def engine_limits(self, limits: Limits) -> Limits:
+        return self.inner.engine_limits(limits)
 
 
 class WrappingTransport(AsyncTransport):

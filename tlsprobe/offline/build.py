@@ -43,6 +43,7 @@ from tlsprobe.offline.facts import CLIENT, SERVER, ClientAuthFacts, Facts
 from tlsprobe.offline.handshake import handshake_facts, key_exchange_facts
 from tlsprobe.wire import fingerprints
 from tlsprobe.wire.hello_fields import ClientHelloInfo
+from tlsprobe.wire.quic import version_name as quic_version_name
 
 if TYPE_CHECKING:
     from tlsprobe.capture.events import ConnKey
@@ -262,7 +263,8 @@ def brief_of(cid: int, transport: str, protocol: str, client: str, server: str,
     return tuple.__new__(BriefReport, (
         cid, transport, protocol, client, server, first_frame, sni, offer, version, cipher,
         kx, hrr, alpn, resumption, alerts, prints, f.encrypted[0] and f.encrypted[1],
-        violation_of(f.problems) if f.problems else None, handshake_complete(f)))
+        violation_of(f.problems) if f.problems else None, handshake_complete(f),
+        None if f.quic_version is None else quic_codepoint(f.quic_version)))
 
 
 def _elapsed(where: Endpoints, f: Facts) -> tuple[float | None, float | None,
@@ -358,7 +360,13 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
         server_ext, version, cipher, kx, hrr, scheme, alpn, resumption, ticket_lifetime,
         certificates, client_auth, alerts, messages, prints, timings, client_bytes, server_bytes,
         encrypted, decrypted, complete, close, midstream, preamble, gap_bytes, problems,
-        compression, sslv2, f.framing))
+        compression, sslv2, f.framing,
+        None if f.quic_version is None else quic_codepoint(f.quic_version)))
+
+
+def quic_codepoint(version: int) -> Codepoint:
+    """A QUIC version as a report shows it: its number, hex and name (v1, v2, draft-29)."""
+    return Codepoint(version, f"0x{version:08x}", quic_version_name(version))
 
 
 def json_text_of(file: str, key: ConnKey, first_frame: int, last_frame: int, first_ts: float,
@@ -383,7 +391,7 @@ def json_text_of(file: str, key: ConnKey, first_frame: int, last_frame: int, fir
         first_frame, last_frame, client_hellos, client_random, ticket_lifetime,
         _timings_json(first_ts, last_ts, f), nbytes[0], nbytes[1], encrypted, decrypted,
         complete, close, midstream, text, gap_bytes, problems, compression, sslv2,
-        f.framing)))
+        f.framing, None if f.quic_version is None else quic_codepoint(f.quic_version))))
 
 
 #: the report fields of `_derive`'s values, in its order

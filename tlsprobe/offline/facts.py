@@ -110,6 +110,7 @@ class Facts:
         "more_messages",
         "named_group",
         "problems",
+        "quic_version",
         "server_hello",
         "server_hellos",
         "server_shape",
@@ -136,6 +137,7 @@ class Facts:
         #: the hello memo's token of `server_hello`'s shape (HelloShapes.server_last)
         self.server_shape: int | None = None
         self.framing: str | None = None  # TLS carried inside another protocol ("openvpn")
+        self.quic_version: int | None = None  # the QUIC version of a QUIC handshake
         self.hrr: ServerHelloInfo | None = None
         self.version: int | None = None
         self.cipher_suite: int | None = None

@@ -364,6 +364,7 @@ class QuicTracker(DatagramTracker[Conversation]):
         yield self._build(conv)
 
     def _build(self, conv: Conversation) -> Analyzed:
+        conv.facts.quic_version = conv.version   # after any change of version (RFC 9368)
         hellos = conv.facts.client_hellos
         if self.keyed is not None and hellos and self.keyed(hellos[0].random):
             self.keyed_count += 1

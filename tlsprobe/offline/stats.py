@@ -58,7 +58,7 @@ class Statistics:
         version: Codepoint | str | None
         if type(r) is BriefReport:  # (the table's and --stats' report: its fields at once)
             (_, _, protocol, _, _, _, _, offer, version, cipher, kx, hrr, _, resumption,
-             alerts, _, _, _, _) = r
+             alerts, _, _, _, _, _) = r
         elif isinstance(r, ReportText):  # AnalyzerOptions.json_text: nothing to count
             raise TypeError("statistics need reports, not their JSON text")
         else:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from tlsprobe.engine.client import Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import UsageError
-from tlsprobe.net.quic import quic_connector
+from tlsprobe.net.quic import engine_limits, quic_connector
 from tlsprobe.net.quic_hello import quic_hello
 from tlsprobe.net.quic_info import QuicInfo
 from tlsprobe.net.quic_wire import QUIC_V1
@@ -54,22 +54,12 @@ def quic_setup(config: ClientConfig, timeout: float, versions: tuple[int, ...] =
     packets with CRYPTO data), or why QUIC cannot carry that hello."""
     limits = limits or Limits()
     connect, info = quic_connector(timeout, versions=versions,
-                                   max_message=limits.max_message,
-                                   max_packets=limits.max_records)
+                                   limits=limits)
     hello = quic_hello(config, info.scid, info.version, info.offered,
                        alpn=config.alpn if alpn_given else None)
     if isinstance(hello, NotApplicable):
         return hello
     return QuicSetup(hello, connect, info)
-
-
-def engine_limits(limits: Limits) -> Limits:
-    """The engine's limits over QUIC: its records are tlsprobe's own framing of CRYPTO data
-    (net/quic_conn.py `records`), not anything the server sent, so --max-records bounds the
-    server's packets with CRYPTO data instead (the connection counts them) and the engine's count is set
-    where it never comes first: each packet adds at most one record per 16 KiB of its
-    (at most 64 KiB) data and one more, plus the record of a closing alert."""
-    return replace(limits, max_records=5 * limits.max_records + 1)
 
 
 def quic_view(run: ProbeRun, info: QuicInfo) -> ProbeRun:

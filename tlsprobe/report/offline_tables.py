@@ -117,7 +117,7 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
     # a BriefReport, the table's usual report, unpacked at once)
     if type(r) is BriefReport:
         (cid, transport, protocol, client, server, _, sni, offer, chosen, cipher, kx, hrr,
-         alpn, _, alerts, prints, encrypted, violation, _) = r
+         alpn, _, alerts, prints, encrypted, violation, _, quic) = r
     else:
         cid, transport, protocol, client, server = (r.id, r.transport, r.protocol, r.client,
                                                     r.server)
@@ -125,8 +125,11 @@ def connection_row(r: ConnectionReport | BriefReport) -> tuple[str, ...]:
                                                r.key_exchange, r.hello_retry_request)
         alpn, alerts, prints, encrypted, violation = (r.alpn, r.alerts, r.fingerprints,
                                                       r.encrypted, r.violation)
+        quic = r.quic_version
     version = chosen.name if chosen else "(unknown)" if cipher else (
         "(no ServerHello)" if offer else "-")
+    if quic is not None:
+        version += f" (QUIC {quic.name})"
     failed = failure_alert(r) if alerts else None
     if failed is not None:
         version += ", " + failure_text(failed)
@@ -277,6 +280,8 @@ def _where_rows(r: ConnectionReport) -> list[Row]:
             "RDP over UDP (lossy channel)"
         rows.append(("Inside", rdp if r.framing == "rdp-udp" else
                      FRAMINGS.get(r.framing, r.framing)))
+    if r.quic_version is not None:
+        rows.append(("QUIC version", r.quic_version.label()))
     if r.midstream:
         rows.append(("Capture", "starts inside the connection"))
     rows.append(("SNI", r.sni or "(none)"))

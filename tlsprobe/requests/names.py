@@ -44,4 +44,7 @@ class Names:
 CLI = Names(options=True)
 API = Names(options=False)
 
-__all__ = ["API", "CLI", "Names"]
+#: the engine's limits as options (--max-message ...), the probe's and scan's
+LIMIT_OPTIONS = ("max_message", "max_chain", "max_records", "max_bytes")
+
+__all__ = ["API", "CLI", "LIMIT_OPTIONS", "Names"]

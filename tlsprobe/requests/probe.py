@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 from tlsprobe.requests.hello import HelloSpec, client_config
-from tlsprobe.requests.names import API, CLI, Names
+from tlsprobe.requests.names import API, CLI, LIMIT_OPTIONS, Names
 
 if TYPE_CHECKING:
     from tlsprobe.engine.client import Limits
@@ -27,7 +27,6 @@ MAX_SECONDS = 86400.0
 #: the command line's protocol-version flags (argparse names), strongest first
 VERSION_FLAGS = ("tls1_3", "tls1_2", "tls1_1", "tls1", "ssl3")
 #: the command line's bounds on what the server sends (engine.client.Limits fields)
-LIMIT_OPTIONS = ("max_message", "max_chain", "max_records", "max_bytes")
 #: the command line's default hello
 DEFAULT_HELLO = HelloSpec()
 

@@ -13,10 +13,11 @@ from typing import IO, TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 from tlsprobe.requests.hello import Items, codes
-from tlsprobe.requests.names import API, CLI, Names
+from tlsprobe.requests.names import API, CLI, LIMIT_OPTIONS, Names
 from tlsprobe.requests.processes import PROCESSES_PER_CPU, check_process_count
 
 if TYPE_CHECKING:
+    from tlsprobe.engine.client import Limits
     from tlsprobe.model.clients import ClientProfile
     from tlsprobe.net.targets import BadLine
     from tlsprobe.net.tcp import Target
@@ -42,11 +43,14 @@ class ConnectionSettings:
     delay: float = 0.0
     retries: int = 2
     timeout: float = 5.0
+    #: the engine's bounds on each connection (--max-message, --max-chain, --max-records,
+    #: --max-bytes, as the probe's); None: the engine's defaults
+    limits: Limits | None = None
 
     @classmethod
     def build(cls, *, per_host: int = 3, concurrency: int = 4, delay: float = 0.0,
-              retries: int = 2, timeout: float = 5.0, names: Names = API
-              ) -> ConnectionSettings:
+              retries: int = 2, timeout: float = 5.0, names: Names = API,
+              limits: Limits | None = None) -> ConnectionSettings:
         """The settings, or a UsageError naming the input at fault."""
         for name, value, most in (("per_host", per_host, MAX_PER_HOST),
                                   ("concurrency", concurrency, MAX_CONCURRENCY)):
@@ -61,14 +65,19 @@ class ConnectionSettings:
         if not 0 <= retries <= 10:
             raise UsageError(f"{names('retries')} must be from 0 to 10, not {retries}")
         return cls(per_host=per_host, concurrency=concurrency, delay=delay, retries=retries,
-                   timeout=timeout)
+                   timeout=timeout, limits=limits)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ConnectionSettings:
-        """--per-host, --concurrency, --delay, --retries, --timeout (scan and survey)."""
+        """--per-host, --concurrency, --delay, --retries, --timeout (scan and survey), and
+        scan's --max-message, --max-chain, --max-records, --max-bytes."""
+        limits = None
+        if any(getattr(args, name, None) is not None for name in LIMIT_OPTIONS):
+            from tlsprobe.requests.probe import limits_from_args
+            limits = limits_from_args(args)
         return cls.build(per_host=args.per_host, concurrency=args.concurrency,
                          delay=args.delay, retries=args.retries, timeout=args.timeout,
-                         names=CLI)
+                         names=CLI, limits=limits)
 
     def scheduler(self, connector: AsyncConnector | None = None,
                   on_connection: ConnectionHook | None = None) -> Scheduler:
@@ -76,7 +85,7 @@ class ConnectionSettings:
         from tlsprobe.probes.audit.scheduler import Scheduler
         return Scheduler(per_host=self.per_host, delay=self.delay, retries=self.retries,
                          timeout=self.timeout, on_connection=on_connection,
-                         connector=connector)
+                         connector=connector, limits=self.limits)
 
 
 def checked_server_name(name: str | None, send_sni: bool, names: Names) -> str | None:

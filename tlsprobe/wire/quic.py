@@ -60,8 +60,21 @@ SUITES: Final = {0x1301: (16, "sha256", False), 0x1302: (32, "sha384", False),
 
 
 def version_name(version: int) -> str:
-    """"v1", "v2", or the version in hex."""
-    return VERSION_NAMES.get(version, f"0x{version:08x}")
+    """"v1", "v2", "draft-29" (0xff00001d), "mvfst draft-27" (Facebook's), "Google T051",
+    "reserved" (0x?a?a?a?a, RFC 9000 15: to force version negotiation), or the version in
+    hex."""
+    name = VERSION_NAMES.get(version)
+    if name is not None:
+        return name
+    if version >> 8 == 0xFF0000:
+        return f"draft-{version & 0xFF}"
+    if version in MVFST_DRAFTS:
+        return f"mvfst draft-{MVFST_DRAFTS[version]}"
+    if version in GOOGLE_SALTS:
+        return f"Google {version.to_bytes(4, 'big').decode()}"
+    if version & 0x0F0F0F0F == 0x0A0A0A0A:
+        return "reserved"
+    return f"0x{version:08x}"
 
 
 def draft_of(version: int) -> int | None:

@@ -24,11 +24,12 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from tlsprobe import registry
-from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
+from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
@@ -85,6 +86,16 @@ class _Retryable(Exception):
 HALF_CLOSED_STOPS = (STOP_HELLO, STOP_FLIGHT)
 
 
+#: the engine's bounds (scan --max-*) inside a conversation a check drives itself (set by
+#: `Scheduler.converse` around its `talk`; the check's engines read it by `check_limits`)
+CHECK_LIMITS: ContextVar[Limits | None] = ContextVar("tlsprobe_check_limits", default=None)
+
+
+def check_limits() -> Limits | None:
+    """The scan's engine bounds for a check's own handshakes (None: the engine's defaults)."""
+    return CHECK_LIMITS.get()
+
+
 @dataclass
 class Scheduler:
     """Runs jobs against targets with a per-host cap, pacing and retries."""
@@ -112,6 +123,9 @@ class Scheduler:
     #: when a check reads certificates (audit_target); a group audit reads none and imports
     #: no `cryptography` at all
     x509_ahead: bool = False
+    #: the engine's bounds on each connection (scan --max-*; None: the engine's defaults),
+    #: as the channel applies them (`engine_limits`: QUIC counts packets, not records)
+    limits: Limits | None = None
     #: the per-host caps, start spacing and per-target gates (net/pacing.py)
     pacing: Pacing = field(init=False)
 
@@ -119,6 +133,11 @@ class Scheduler:
         if self.connector is None:
             self.connector = TcpConnector(self.timeout)
         self.pacing = Pacing(self.per_host, self.delay)
+
+    @property
+    def engine_limits(self) -> Limits:
+        """The bounds each connection's engine holds (`limits` on this channel)."""
+        return self.channel.engine_limits(self.limits or Limits())
 
     @property
     def channel(self) -> AsyncConnector:   # the connector, set by __post_init__
@@ -208,12 +227,14 @@ class Scheduler:
                 return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
             if isinstance(transport, Outcome):
                 return transport
+            bounds = CHECK_LIMITS.set(self.engine_limits)
             try:
                 with work_deadline(time.monotonic() + TOTAL_FACTOR * self.timeout):
                     return await talk(transport, time.monotonic() + TOTAL_FACTOR * self.timeout)
             except NetworkError as exc:
                 return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
             finally:
+                CHECK_LIMITS.reset(bounds)
                 await transport.close()
 
     async def _open(self, target: Target, phase: str, watch: Watch) -> AsyncTransport | Outcome:
@@ -296,7 +317,7 @@ class Scheduler:
             preload_x509()
         hs = ClientHandshake(job.config, annotate=trace, stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY,
-                             names_only=job.names_only)
+                             names_only=job.names_only, limits=self.engine_limits)
         seen = Progress()
         transport.bind(hs)   # QUIC: packet keys from the engine's secrets
         try:
@@ -367,10 +388,10 @@ class Scheduler:
             # came and was ignored, net/quic.py QuicCore._timeout), as the probe does
         if exc.cause == "refused":   # QUIC: an ICMP port unreachable after our Initial
             return Outcome(INCONCLUSIVE, reason=exc.reason, kind=FailureKind.NETWORK)
-        if exc.cause == "reset":
+        if exc.cause == "reset":   # as the transport names it (QUIC: a stateless reset)
             if hs.messages.server_hello is not None:
-                return outcome_of(hs, reason="connection reset after the ServerHello")
-            raise _Retryable("connection reset by peer") from None
+                return outcome_of(hs, reason=f"{exc.reason}, after the ServerHello")
+            raise _Retryable(exc.reason) from None
         raise _Retryable(exc.reason) from None
 
 
@@ -541,6 +562,6 @@ def _import_x509() -> None:
     import cryptography.x509  # noqa: F401 - see preload_x509
 
 
-__all__ = ["ALERT", "CLOSED", "HELLO_RETRY", "INCONCLUSIVE", "SERVER_HELLO", "STOP_FLIGHT",
-           "STOP_HELLO", "STOP_VERIFY", "Job", "Outcome", "Scheduler", "TargetRunner",
-           "broad_sigalgs", "outcome_of"]
+__all__ = ["ALERT", "CHECK_LIMITS", "CLOSED", "HELLO_RETRY", "INCONCLUSIVE", "SERVER_HELLO",
+           "STOP_FLIGHT", "STOP_HELLO", "STOP_VERIFY", "Job", "Outcome", "Scheduler",
+           "TargetRunner", "broad_sigalgs", "check_limits", "outcome_of"]

@@ -29,6 +29,7 @@ from tlsprobe.net.driver import adrive
 from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.audit.scheduler import check_limits
 from tlsprobe.probes.checks.base import CheckContext, Talk
 from tlsprobe.registry import HandshakeType
 from tlsprobe.wire.buffer import DecodeError
@@ -66,7 +67,8 @@ async def drive(transport: AsyncTransport, deadline: float, config: ClientConfig
     """Run the engine with `config`: to the server's ServerHelloDone, or through the whole
     handshake when `full`, or until `until(hs)`. Returns the handshake and "" when it got
     there, else why not (an alert, a close, a malformed message: one line)."""
-    hs = ClientHandshake(config, annotate=False, stop_after_first_flight=not full)
+    hs = ClientHandshake(config, annotate=False, stop_after_first_flight=not full,
+                         limits=check_limits())
     stop = until or (lambda h: h.handshake_complete if full else
                      h.messages.flight.has(HandshakeType.server_hello_done))
     try:

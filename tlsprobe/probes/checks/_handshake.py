@@ -27,6 +27,7 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import aclose, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.audit.scheduler import check_limits
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
 from tlsprobe.registry import HandshakeType
@@ -139,7 +140,8 @@ async def handshake(ctx: CheckContext, config: ClientConfig, *, label: str = "",
 
     async def talk(transport: AsyncTransport, deadline: float) -> Handshake:
         engine = ClientHandshake(config, annotate=False, stop_after_first_flight=not complete,
-                                 read_server_flight=read_flight, prebuilt=prebuilt)
+                                 read_server_flight=read_flight, prebuilt=prebuilt,
+                                 limits=check_limits())
         out = Handshake(engine)
         recording = _Recording(transport, out)
         try:

@@ -36,6 +36,7 @@ from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.audit.scheduler import check_limits
 from tlsprobe.probes.checks._location import REDIRECTS, authority, cut, follow
 from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import top_versions
@@ -164,7 +165,8 @@ async def _ask(ctx: CheckContext, config: ClientConfig, path: str,
     target = ctx.runner.target
 
     async def talk(transport: AsyncTransport, deadline: float) -> Response | NotHttp | str:
-        hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False)
+        hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False,
+                             limits=check_limits())
         try:
             await adrive(hs, transport, deadline, progress=Progress())
         except (HandshakeFailure, NetworkError) as exc:

@@ -51,6 +51,7 @@ from tlsprobe.probes.audit.confirm import (
     flaky_path,
 )
 from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, finished, outcome_of
+from tlsprobe.probes.audit.scheduler import check_limits
 from tlsprobe.probes.audit.versions import minimal_config
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import CheckContext
@@ -111,7 +112,8 @@ def edited_handshake(config: ClientConfig, edit: Edit, *,
     built = build_client_hello(config)
     return ClientHandshake(config, annotate=False, stop_after_first_flight=True,
                            read_server_flight=read_server_flight,
-                           prebuilt=BuiltHello(edit(built.hello), built.shares))
+                           prebuilt=BuiltHello(edit(built.hello), built.shares),
+                           limits=check_limits())
 
 
 class _Shaped(PassThrough):
@@ -157,7 +159,8 @@ def describe_answer(out: Outcome) -> str:
 
 async def _talk(variant: Variant, transport: AsyncTransport, deadline: float) -> Reply:
     hs = edited_handshake(variant.config, variant.edit) if variant.edit is not None else \
-        ClientHandshake(variant.config, annotate=False, stop_after_first_flight=True)
+        ClientHandshake(variant.config, annotate=False, stop_after_first_flight=True,
+                        limits=check_limits())
     shaped = _Shaped(transport, variant.shape)
 
     def reply(kind: ReplyKind, text: str, outcome: Outcome | None = None) -> Reply:

@@ -39,6 +39,7 @@ from tlsprobe.model.pubkey import distinguished_name
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.audit.scheduler import check_limits
 from tlsprobe.probes.checks._tolerance import top_versions
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 from tlsprobe.wire.certificate import CertificateRequest
@@ -189,7 +190,8 @@ async def run(ctx: CheckContext) -> CheckResult:
     sent = f"a {registry.version_name(versions[0])} hello carried to the end of the handshake"
 
     async def talk(transport: AsyncTransport, deadline: float) -> Asked:
-        engine = ClientHandshake(config, annotate=False, stop_after_first_flight=False)
+        engine = ClientHandshake(config, annotate=False, stop_after_first_flight=False,
+                                 limits=check_limits())
         return await _ask(engine, transport, deadline)
 
     asked = await ctx.converse(talk)

@@ -38,6 +38,7 @@ from tlsprobe.net.driver import adrive
 from tlsprobe.net.not_tls import is_not_tls, not_tls_message
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.audit.scheduler import check_limits
 from tlsprobe.probes.checks._legacy import RENEGOTIATION_INFO, legacy_top, no_legacy
 from tlsprobe.probes.checks._shared import PassThrough
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -180,7 +181,8 @@ def _hello_config(prev: Handshake, config: ClientConfig) -> ClientConfig:
 
 async def _series(config: ClientConfig, transport: AsyncTransport, deadline: float) -> Series:
     out = Series()
-    hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False)
+    hs = ClientHandshake(config, annotate=False, stop_after_first_flight=False,
+                         limits=check_limits())
     try:
         await adrive(hs, transport, deadline)
     except HandshakeFailure as exc:
@@ -192,7 +194,7 @@ async def _series(config: ClientConfig, transport: AsyncTransport, deadline: flo
     out.secure = _secure(hs)
     while out.accepted < MAX_RENEGOTIATIONS:
         nxt = ClientHandshake(_hello_config(hs, config), annotate=False,
-                              stop_after_first_flight=False)
+                              stop_after_first_flight=False, limits=check_limits())
         try:
             await _renegotiate(hs, nxt, transport, deadline)
         except HandshakeFailure as exc:

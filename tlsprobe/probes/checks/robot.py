@@ -50,6 +50,7 @@ from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
 from tlsprobe.probes.audit.outcome import Outcome
+from tlsprobe.probes.audit.scheduler import check_limits
 from tlsprobe.probes.checks import _early
 from tlsprobe.probes.checks._handshake import handshake
 from tlsprobe.probes.checks._legacy import no_legacy
@@ -117,7 +118,8 @@ def first_answer(reply: _early.Reply) -> Answer:
 
 async def _probe(kind: str, config: ClientConfig, transport: AsyncTransport,
                  deadline: float) -> Answer:
-    hs = ClientHandshake(config, annotate=False, stop_after_first_flight=True)
+    hs = ClientHandshake(config, annotate=False, stop_after_first_flight=True,
+                         limits=check_limits())
     try:
         await adrive(hs, transport, deadline)
     except HandshakeFailure as exc:
