@@ -125,3 +125,74 @@ def test_a_limiter_answering_with_alerts_is_no_second_configuration(limited):
     assert r.consistency is not None and r.consistency.status != "inconsistent", r.consistency
     assert any("stopped answering" in n for n in r.consistency.notes), r.consistency
     assert not any(f.code == "target.inconsistent" for f in r.findings), r.findings
+
+
+#: the one sentence of probes/audit/confirm.py still_answered, whoever asks
+STILL = "answered before, was not answered right after"
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_every_refusal_control_is_the_one_rule(limited, mode):
+    """The versions check, the group audit alone and a check (sslv2) each ask an answered
+    hello again after a refusal: three copies of that rule differed in wording (and in what
+    they read of the answer); one rule now, one sentence, one connection (a bare close
+    asked twice, as every hello)."""
+    r = scan(limited(1, mode), ("versions",))
+    v12 = next(v for v in r.versions if v.version.id == 0x0303)
+    assert STILL in v12.detail and "the hello that established TLS 1.3" in v12.detail, v12
+    r = scan(limited(2, mode), ("groups",))
+    g13 = r.group_audit(0x0304)
+    assert g13 is not None and any(STILL in n for n in g13.notes), g13.notes
+    clean = scan(limited(None), ("versions", "sslv2"))
+    r = scan(limited(clean.connections["versions"], mode), ("versions", "sslv2"))
+    (sslv2,) = r.check_results
+    assert sslv2.verdict == "inconclusive" and STILL in sslv2.reason, sslv2
+    assert r.connections["check sslv2 control"] == (1 if mode == ALERT else 2)
+
+
+def from_first(pred, mode: str):
+    """A limiter that starts refusing at the first hello `pred` accepts: that hello and
+    every one after it get `mode`."""
+    started = [False]
+
+    def fault(_index, hello):
+        if hello is not None and pred(hello):
+            started[0] = True
+        return mode if started[0] else None
+    return fault
+
+
+def no_ffdhe_dhe_only(hello) -> bool:
+    """The group audit's hello of a client before RFC 7919: DHE suites alone, no groups."""
+    from tlsprobe import registry
+    kx = {registry.cipher_suite(c).kx for c in hello.cipher_suites
+          if registry.cipher_suite(c) is not None}
+    return kx - {"SCSV"} == {"DHE"} and not hello.supported_groups and \
+        not hello.supported_versions
+
+
+@pytest.mark.needs_impl("gnutls")
+@pytest.mark.parametrize("checks", [("versions", "groups", "dh"), ("groups",)],
+                         ids=["scan", "groups-only"])
+def test_no_dhe_for_a_client_without_ffdhe_groups_rests_on_a_confirmed_refusal(server_cache,
+                                                                               checks):
+    """gnutls negotiates RFC 7919 groups and sends fixed parameters to a client that lists
+    none. A limiter that starts at that client's hello made `legacy_refused` ("such a client
+    gets no DHE at all") from one refusal nothing confirmed, and the dh check "not
+    vulnerable" on it. Now the refusal is asked twice and holds only while the server still
+    answers (the family's reference repeat, or the first offer asked again)."""
+    srv = server_cache("gnutls", groups="ffdhe3072:ffdhe2048:X25519")
+    proxy = FaultProxy([(srv.host, srv.port)], from_first(no_ffdhe_dhe_only, ALERT))
+    try:
+        r = run_audit([Target("127.0.0.1", proxy.port)],
+                      AuditOptions(checks=checks, policies=(load_policy("intermediate"),)),
+                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    finally:
+        proxy.close()
+    assert proxy.faults(), "the limiter never started"
+    dhe = r.group_audit(0x0303).dhe
+    assert dhe is not None and dhe.status == "rfc7919", dhe
+    assert not dhe.legacy_refused, dhe
+    assert any("rate limiting" in n for n in dhe.notes), dhe.notes
+    for c in r.check_results:
+        assert c.verdict == "inconclusive", c

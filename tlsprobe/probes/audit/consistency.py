@@ -94,11 +94,13 @@ def unconfirmed(part: AuditReport, repeat: Outcome) -> AuditReport:
 
 
 def _dhe(dhe: DheAudit | None, why: str) -> DheAudit | None:
-    """A DHE audit without the negatives a refusal gave it ("none", not supported groups)."""
-    if dhe is None or dhe.status != DheStatus.NONE and not dhe.not_supported:
+    """A DHE audit without the negatives a refusal gave it ("none", not supported groups,
+    "a client that lists no ffdhe group gets no DHE")."""
+    if dhe is None or dhe.status != DheStatus.NONE and not dhe.not_supported and \
+            not dhe.legacy_refused:
         return dhe
     status = DheStatus.INCONCLUSIVE if dhe.status == DheStatus.NONE else dhe.status
-    return replace(dhe, status=status, not_supported=(),
+    return replace(dhe, status=status, not_supported=(), legacy_refused=False,
                    inconclusive=dhe.inconclusive + dhe.not_supported, notes=dhe.notes + (why,))
 
 
