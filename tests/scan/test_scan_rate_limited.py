@@ -196,3 +196,19 @@ def test_no_dhe_for_a_client_without_ffdhe_groups_rests_on_a_confirmed_refusal(s
     assert any("rate limiting" in n for n in dhe.notes), dhe.notes
     for c in r.check_results:
         assert c.verdict == "inconclusive", c
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_a_limiter_from_the_last_repeat_on_is_no_second_configuration(limited, mode):
+    """The limiter starts at the audit's very last connection, the final repeat of the
+    reference hello: one refusal at the end, which made the target "inconsistent" (medium,
+    --fail-on medium fails) on no more evidence than a limiter gives. The reference hello is
+    asked once more: refused again, the server stopped answering, said so."""
+    clean = scan(limited(None), AUDIT)
+    assert clean.consistency is not None and clean.consistency.status == "consistent"
+    r = scan(limited(clean.total_connections - 1, mode), AUDIT)
+    assert r.consistency is not None and r.consistency.status == "consistent", r.consistency
+    assert any("stopped answering" in n for n in r.consistency.notes), r.consistency
+    assert not any(f.code == "target.inconsistent" for f in r.findings), r.findings
+    assert r.connections["consistency"] <= clean.connections["consistency"] + 1 + \
+        (mode == DROP)

@@ -4,7 +4,8 @@ A load balancer that spreads connections over differently configured backends ma
 result built from many connections (an elimination over suites or groups) a merge of sets
 that no single backend has. The versions check's hello of the highest spoken version is the
 reference: its answer there is kept, and the same hello is sent once more when each later
-phase (groups and post-quantum, suites, signature schemes) ends, a few connections in all.
+phase (groups and post-quantum, suites, signature schemes) ends and at the end of the audit
+(once more when only that last one is refused: `Reference.last`), a few connections in all.
 The answers are compared on version, cipher suite and group; any difference, or a hello
 refused with an alert and then answered on a second connection (TargetRunner
 disagreements), means the target answers inconsistently.
@@ -57,6 +58,18 @@ class Reference:
         simply not compared, and an alert differs from the first answer by itself)."""
         out = await run.scheduler.run(run.target, Job(self.config, PHASE, self.stop))
         self.answers.append((after, out))
+
+
+    async def last(self, run: TargetRunner) -> None:
+        """The final repeat, at the end of the audit; refused where the repeat before it was
+        not, once more: a single refusal at the end is what a rate limiter that starts
+        there gives as well as a second configuration, so one more connection tells them
+        apart (refused again: the server stopped answering, `_stopped`; answered: the
+        refusal is compared as any other answer)."""
+        await self.repeat(run, "end of the audit")
+        if len(self.answers) >= 2 and self.answers[-1][1].refused and \
+                not self.answers[-2][1].refused:
+            await self.repeat(run, "end of the audit")
 
 
 def _key(out: Outcome) -> tuple[object, ...]:

@@ -231,7 +231,7 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     if ref is not None and (tasks or active):
         # right after the last family's repeat: two hellos in a row, which a round-robin
         # balancer always sends to different backends
-        await ref.repeat(run.runner, "end of the audit")
+        await ref.last(run.runner)
     if active and set(active) & set(_last_checks()):
         # the checks after which the server may stay busy: last of all (active.LAST)
         from tlsprobe.probes.checks.active import in_catalog_order, run_active_checks
