@@ -372,3 +372,27 @@ def test_the_consistency_answers_come_in_the_audits_phase_order_whatever_ended_f
     assert [a.split(":", 1)[0] for a in check.answers] == [
         "versions", "groups", "suites", "signature schemes", "end of the audit"]
     assert check.status == "consistent"
+
+
+def test_checks_on_an_inconsistent_target_say_what_they_rest_on(balanced):
+    """Backend B (TLS 1.2 only) answers the versions check's TLS 1.3 hello: "TLS 1.3 not
+    spoken" carries the inconsistency note, but the checks that read it said "not
+    applicable: the server does not speak TLS 1.3" (early_data) and "not vulnerable" from
+    versions refused (the derived checks) as facts, without it. Every negative verdict of
+    such a target now carries the note, as the versions do, and the checks are among the
+    affected results; a positive one stays a fact (some backend has it)."""
+    proxy = balanced(dict(BACKEND_A, ciphers="ECDHE-RSA-AES128-GCM-SHA256:AES128-SHA"),
+                     dict(BACKEND_A, proto="tls1_2"))
+    r = scan(proxy, checks=("versions", "groups", "suites", "early_data", "poodle", "rc4",
+                            "dh", "lucky13"), per_host=1)
+    assert r.consistency is not None and r.consistency.status == "inconsistent", r.consistency
+    assert r.version_spoken(0x0304) == "no", r.versions
+    early = next(c for c in r.check_results if c.name == "early_data")
+    assert early.verdict == "not applicable" and "does not speak TLS 1.3" in early.reason
+    negative = ("not vulnerable", "not applicable", "not supported", "not tolerated")
+    for c in r.check_results:
+        if c.verdict in negative:
+            assert "answered inconsistently" in c.reason, c
+            assert f"check {c.name}" in r.consistency.affected, r.consistency.affected
+    assert {c.name for c in r.check_results if c.verdict in negative} >= {"early_data",
+                                                                          "poodle", "rc4"}

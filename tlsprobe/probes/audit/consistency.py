@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.audit import AuditReport, ConsistencyCheck, DheAudit
+from tlsprobe.model.checks import Verdict
 from tlsprobe.model.vocab import (
     Answer,
     ConsistencyStatus,
@@ -196,3 +197,27 @@ def mark(report: AuditReport, check: ConsistencyCheck) -> AuditReport:
         (("post-quantum",) if report.post_quantum else ())
     return replace(report, versions=versions, groups=groups, suites=suites,
                    signature_schemes=sigalgs, consistency=replace(check, affected=affected))
+
+
+#: verdicts that state what the server does not do or have: on an inconsistent target one
+#: backend's answer (a check's own connections) or read off marked versions and lists
+NEGATIVE = (Verdict.not_vulnerable, Verdict.not_applicable, Verdict.not_supported,
+            Verdict.not_tolerated)
+
+
+def mark_checks(report: AuditReport) -> AuditReport:
+    """An inconsistent target: every check whose verdict is a negative carries the note, as
+    a version not spoken does (a derived check reads the versions and lists, an active one
+    the versions spoken and its own connections, each maybe one backend's), and the checks
+    are among the affected results. Called once every check, derived ones included, has its
+    result (run.py _finish)."""
+    check = report.consistency
+    if check is None or check.status != ConsistencyStatus.INCONSISTENT:
+        return report
+    marked = tuple(replace(r, reason=f"{r.reason}; {MARK}")
+                   if r.verdict in NEGATIVE and MARK not in r.reason else r
+                   for r in report.check_results)
+    names = tuple(f"check {r.name}" for r, was in zip(marked, report.check_results)
+                  if r is not was)
+    return replace(report, check_results=marked,
+                   consistency=replace(check, affected=check.affected + names))

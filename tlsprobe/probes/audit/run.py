@@ -458,6 +458,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
     if any(name in DERIVED for name in report.checks):
         from tlsprobe.probes.checks.derived import derive_checks
         report = replace(report, check_results=derive_checks(report) + report.check_results)
+    report = consistency.mark_checks(report)
     return rated(with_findings(report, list(run.options.policies)))
 
 
