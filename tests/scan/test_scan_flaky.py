@@ -396,3 +396,21 @@ def test_checks_on_an_inconsistent_target_say_what_they_rest_on(balanced):
             assert f"check {c.name}" in r.consistency.affected, r.consistency.affected
     assert {c.name for c in r.check_results if c.verdict in negative} >= {"early_data",
                                                                           "poodle", "rc4"}
+
+
+def test_an_rsa_backend_and_an_ecdsa_backend_are_two_configurations(balanced):
+    """One backend with an RSA certificate, one with an ECDSA one, otherwise alike: they
+    answer the reference TLS 1.3 hello with the same version, suite and group, so the scan
+    read one server with two certificates, "consistent". The reference's repeats read the
+    certificate now: the same hello answered with an RSA and an ECDSA leaf is no one server
+    (which picks its certificate by the hello), and the target is inconsistent."""
+    proxy = balanced(dict(cert="rsa"), dict(cert="ecdsa"))   # openssl's defaults else
+    r = scan(proxy, checks=("versions", "groups", "suites", "sigalgs", "cert"), per_host=1)
+    c = r.consistency
+    assert c is not None and c.status == "inconsistent", c
+    assert any("RSA" in n and "ECDSA" in n and "same hello" in n for n in c.notes), c.notes
+    finding = next(f for f in r.findings if f.code == "target.inconsistent")
+    assert "same hello" in finding.message
+    if r.other_certificates:
+        assert "other certificates" in c.affected, c.affected
+    assert r.connections["consistency"] <= 4

@@ -123,10 +123,10 @@ def answer_text(out: Outcome) -> str:
     if not out.answered:
         return out.describe()
     parts = [registry.version_name(out.version or 0), registry.suite_name(out.cipher_suite or 0)]
-    if out.group is not None:
-        parts.append(registry.group_name(out.group))
-    elif out.hrr_group is not None:
+    if out.hrr_group is not None:   # a repeat read on after it: the same answer
         parts.append(f"HelloRetryRequest for {registry.group_name(out.hrr_group)}")
+    elif out.group is not None:
+        parts.append(registry.group_name(out.group))
     return ", ".join(parts)
 
 
@@ -142,6 +142,24 @@ def _stopped(ref: Reference) -> int:
             break
         n += 1
     return n if n >= 2 else 0
+
+
+def _leaves(answers: list[Outcome]) -> str | None:
+    """What differs when the same hello was answered with different leaf certificates (the
+    repeats read it: TLS 1.2's flight, TLS 1.3's decrypted up to CertificateVerify), else
+    None. One server picks its certificate by the hello (a server with an RSA and an ECDSA
+    one, by the suite or the signature schemes), so the same hello always gets the same;
+    two backends with different certificates answer it differently."""
+    seen = list(dict.fromkeys(o.certificates[0] for o in answers
+                              if o.answered and o.certificates))
+    if len(seen) < 2:
+        return None
+    from tlsprobe.probes.audit.certs import leaf_type  # only then: certificates parsed
+    kinds = list(dict.fromkeys(leaf_type((leaf,)) for leaf in seen))
+    what = f"{' and '.join(kinds)} certificates" if len(kinds) > 1 else \
+        f"{len(seen)} different {kinds[0]} certificates"
+    return f"the same hello was answered with {what}: one server picks its certificate by " \
+        "the hello, so the same hello gets the same one"
 
 
 def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
@@ -169,7 +187,11 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
         notes += ((f"the last {stopped} repeats of the reference hello were refused: the "
                    "server stopped answering it (rate limiting?), so the phases they follow "
                    "are inconclusive where they rest on refusals"),)
-    status = ConsistencyStatus.INCONSISTENT if len({_key(o) for o in known}) > 1 or disagreements \
+    leaves = _leaves(known)
+    if leaves:
+        notes += (leaves,)
+    status = ConsistencyStatus.INCONSISTENT \
+        if len({_key(o) for o in known}) > 1 or disagreements or leaves \
         else ConsistencyStatus.CONSISTENT if len(known) > 1 else ConsistencyStatus.NOT_CHECKED
     first = ref.answers[0][1]
     offered = f"the versions check's {ref.version or registry.version_name(first.version or 0)}" \
@@ -205,12 +227,13 @@ NEGATIVE = (Verdict.not_vulnerable, Verdict.not_applicable, Verdict.not_supporte
             Verdict.not_tolerated)
 
 
-def mark_checks(report: AuditReport) -> AuditReport:
-    """An inconsistent target: every check whose verdict is a negative carries the note, as
-    a version not spoken does (a derived check reads the versions and lists, an active one
-    the versions spoken and its own connections, each maybe one backend's), and the checks
-    are among the affected results. Called once every check, derived ones included, has its
-    result (run.py _finish)."""
+def mark_late(report: AuditReport) -> AuditReport:
+    """An inconsistent target, once every check (derived ones included) has its result and
+    the cert phase its chains (run.py _finish): every check whose verdict is a negative
+    carries the note, as a version not spoken does (a derived check reads the versions and
+    lists, an active one the versions spoken and its own connections, each maybe one
+    backend's); they are among the affected results, and so are the other certificates
+    (a server's second certificate, or another backend's)."""
     check = report.consistency
     if check is None or check.status != ConsistencyStatus.INCONSISTENT:
         return report
@@ -219,5 +242,7 @@ def mark_checks(report: AuditReport) -> AuditReport:
                    for r in report.check_results)
     names = tuple(f"check {r.name}" for r, was in zip(marked, report.check_results)
                   if r is not was)
+    if report.other_certificates:
+        names = ("other certificates",) + names
     return replace(report, check_results=marked,
                    consistency=replace(check, affected=check.affected + names))

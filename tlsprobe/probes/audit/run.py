@@ -299,8 +299,10 @@ def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome
     the minimal hello)."""
     for support, out in results:
         if support.version.id == TLS13 and out.answered and out.violation is None:
-            config, stop = versions.version_hello(runner, TLS13)
-            return consistency.Reference(config, stop, [("versions", out)], "TLS 1.3")
+            # repeated up to the certificate (the flight decrypted): backends that answer
+            # the same TLS 1.3 hello alike but with an RSA and an ECDSA certificate differ
+            config, _ = versions.version_hello(runner, TLS13)
+            return consistency.Reference(config, STOP_VERIFY, [("versions", out)], "TLS 1.3")
     for support, out in sorted(results, key=lambda r: -r[0].version.id):
         if support.status == VersionStatus.SUPPORTED and out.answered and support.detail == out.describe():
             config, stop = versions.version_hello(runner, support.version.id)
@@ -458,7 +460,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
     if any(name in DERIVED for name in report.checks):
         from tlsprobe.probes.checks.derived import derive_checks
         report = replace(report, check_results=derive_checks(report) + report.check_results)
-    report = consistency.mark_checks(report)
+    report = consistency.mark_late(report)
     return rated(with_findings(report, list(run.options.policies)))
 
 
