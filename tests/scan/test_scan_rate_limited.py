@@ -212,3 +212,19 @@ def test_a_limiter_from_the_last_repeat_on_is_no_second_configuration(limited, m
     assert not any(f.code == "target.inconsistent" for f in r.findings), r.findings
     assert r.connections["consistency"] <= clean.connections["consistency"] + 1 + \
         (mode == DROP)
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_a_hello_without_sni_refused_by_a_limiter_is_not_a_fact(limited, mode):
+    """Scanned with --sni localhost, every hello names the server but sni_chain's; a limiter
+    that starts there made "the server refuses a hello without server_name: clients without
+    SNI cannot connect" (check.sni_chain, info). Now the version's hello is asked again
+    right after; refused too, inconclusive."""
+    proxy = limited(None)
+    proxy.fault = from_first(lambda h: h.server_name is None, mode)
+    r = run_audit([Target("127.0.0.1", proxy.port)],
+                  AuditOptions(checks=("versions", "sni_chain"), server_name="localhost"),
+                  Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    assert proxy.faults(), "the limiter never started"
+    (sni,) = r.check_results
+    assert sni.verdict == "inconclusive" and "rate limiting" in sni.reason, sni
