@@ -228,3 +228,53 @@ def test_a_hello_without_sni_refused_by_a_limiter_is_not_a_fact(limited, mode):
     assert proxy.faults(), "the limiter never started"
     (sni,) = r.check_results
     assert sni.verdict == "inconclusive" and "rate limiting" in sni.reason, sni
+
+
+def ecdsa_or_dss_only(hello) -> bool:
+    """The cert phase's search for other key types' chains: TLS 1.2 suites of ECDSA and DSS
+    authentication alone."""
+    from tlsprobe import registry
+    auth = {s.auth for c in hello.cipher_suites
+            if (s := registry.cipher_suite(c)) is not None and s.kx != "SCSV"}
+    return bool(auth) and auth <= {"ECDSA", "DSS"} and not hello.supported_versions
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_the_certificate_search_cut_by_a_limiter_claims_no_single_certificate(
+        tls_server, certs, mode):
+    """openssl with an RSA and an ECDSA certificate; a limiter starts at the cert phase's
+    hello asking for the ECDSA chain: the search ended on its refusal, and the report
+    claimed one certificate, the search complete (no note). The reference hello, asked at
+    the end, is refused too: the search is not established, said so."""
+    srv = tls_server("openssl", extra=["-dcert", str(certs["ecdsa"].cert),
+                                       "-dkey", str(certs["ecdsa"].key)])
+    proxy = FaultProxy([(srv.host, srv.port)], from_first(ecdsa_or_dss_only, mode))
+    try:
+        r = run_audit([Target("127.0.0.1", proxy.port)], AuditOptions(checks=("versions", "cert")),
+                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    finally:
+        proxy.close()
+    assert proxy.faults(), "the limiter never started"
+    assert not r.other_certificates
+    assert r.other_certificates_note is not None and "rate limiting" in \
+        r.other_certificates_note, r.other_certificates_note
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_clients_refused_by_a_limiter_did_not_fail(limited, mode):
+    """`scan --clients` with the limiter starting after the versions check: every profile
+    was "failed, refused", clients the server serves. The reference hello, asked at the end
+    of the audit, is refused too: those refusals prove nothing, the clients inconclusive."""
+    from tests.clients.conftest import DATA
+    from tlsprobe.probes.clients.profiles import load_profiles
+    profiles = load_profiles(DATA)
+    options = dict(checks=("versions",), clients=profiles)
+    clean = run_audit([Target("127.0.0.1", limited(None).port)], AuditOptions(**options),
+                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    assert any(c.status == "connected" for c in clean.clients), clean.clients
+    proxy = limited(clean.connections["versions"], mode)
+    r = run_audit([Target("127.0.0.1", proxy.port)], AuditOptions(**options),
+                  Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    for c, was in zip(r.clients, clean.clients):
+        if was.status == "connected":
+            assert c.status == "inconclusive" and "rate limiting" in c.detail, c

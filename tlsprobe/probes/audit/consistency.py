@@ -73,6 +73,19 @@ class Reference:
             await self.repeat(run, "end of the audit")
 
 
+    def refused_at_end(self) -> str | None:
+        """Why the refusals of the audit's last connections (the cert phase's search, the
+        client profiles) prove nothing: the reference hello's final repeat was refused too,
+        so the server may refuse every hello by then; None when it was answered (or failed
+        otherwise: a reset, silence)."""
+        last = self.answers[-1][1] if len(self.answers) > 1 else None
+        if last is None or not last.refused:
+            return None
+        return (f"the hello the versions check got answered was refused at the end of the "
+                f"audit ({last.describe()}): the server may refuse every hello by then "
+                "(rate limiting), so a refusal then proves nothing")
+
+
 def _key(out: Outcome) -> tuple[object, ...]:
     """What one configuration answers the same way every time. A HelloRetryRequest and a
     ServerHello for the same group count as one answer (a server may ask for a cookie

@@ -228,10 +228,11 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         run.done("checks")
     if options.clients:
         report = replace(report, clients=await _clients(run, _order_parts(report)))
-    if ref is not None and (tasks or active):
+    if ref is not None and (tasks or active or options.clients or "cert" in checks):
         # right after the last family's repeat: two hellos in a row, which a round-robin
         # balancer always sends to different backends
         await ref.last(run.runner)
+        report = _refusals_at_end(run, report, ref.refused_at_end())
     if active and set(active) & set(_last_checks()):
         # the checks after which the server may stay busy: last of all (active.LAST)
         from tlsprobe.probes.checks.active import in_catalog_order, run_active_checks
@@ -241,6 +242,26 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     if spoken is not None:
         report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started, error=_unreached(run.runner))
+
+
+def _refusals_at_end(run: _Run, report: AuditReport, why: str | None) -> AuditReport:
+    """The reference hello refused at the very end (`why`): the refusals no family's repeat
+    followed are not facts either: the cert phase's search for other key types' chains
+    (complete only because its last hellos were refused) is not established, and a client
+    profile "failed, refused" for no reason the audit shows is inconclusive."""
+    if why is None:
+        return report
+    from tlsprobe.probes.audit.certs import PHASE as SEARCH
+    if run.key_types_note is None and run.runner.connections(SEARCH):
+        run.key_types_note = why
+    if not report.clients:
+        return report
+    from tlsprobe.model.clients import FailureReason, SimStatus
+    return replace(report, clients=tuple(
+        replace(c, status=SimStatus.inconclusive, reason=None,
+                detail="; ".join(d for d in (c.detail, why) if d))
+        if c.status == SimStatus.failed and c.reason == FailureReason.refused and
+        c.version is None else c for c in report.clients))
 
 
 def _last_checks() -> tuple[str, ...]:
