@@ -113,11 +113,12 @@ def _builder(run: TargetRunner, version: int, **kw: object) -> Callable[..., Cli
 
 
 async def _refusal_holds(run: TargetRunner, els: list[Elimination], answered: ClientConfig,
-                         phase: str, refusal: Outcome, stop: Stop = STOP_HELLO) -> bool:
+                         phase: str, refusal: Outcome, stop: Stop = STOP_HELLO,
+                         named: str = "the elimination's first offer") -> bool:
     """Whether the refusal that ended `els` is a fact (confirm.still_answered with the
-    hello `answered` before, the elimination's first offer); not, what the refusal made
-    "not supported" (or left) is inconclusive, said so."""
-    why = await still_answered(run, answered, stop, phase, "the elimination's first offer")
+    hello `answered` before, `named`); not, what the refusal made "not supported" (or
+    left) is inconclusive, said so."""
+    why = await still_answered(run, answered, stop, phase, named)
     if why is None:
         return True
     for el in els:
@@ -166,7 +167,7 @@ async def tls13_groups(run: TargetRunner, candidates: list[int], *,
             el.notes.append(f"HelloRetryRequest route inconclusive ({out.describe()}); "
                             "enumerated with real key shares")
             method = GroupMethod.KEY_SHARE
-            spoken = await _tls13_with_shares(run, el, phase)
+            spoken = await _tls13_with_shares(run, el, phase, control)
         else:
             el.give_up(out.describe())
     order, note = ORDER_UNKNOWN, None
@@ -198,20 +199,28 @@ def _chunks(groups: list[int]) -> list[list[int]]:
     return [c for c in out if c]
 
 
-async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> bool | None:
+async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str,
+                             control: bool = False) -> bool | None:
     """Eliminate with a real key share for every remaining computable group; if the server
-    refuses the one big hello, retry once in hellos of a few shares each."""
+    refuses the one big hello, retry once in hellos of a few shares each. A refusal that
+    makes groups "not supported" is asked twice (as the HelloRetryRequest route's end); with
+    `control` (see tls13_groups) the refusals hold only if the last offer answered is
+    answered once more after them (`_refusal_holds`)."""
     build = _builder(run, TLS13, cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
     blind = [g for g in el.remaining if not kex.is_computable(g)]
     el.remaining = [g for g in el.remaining if g not in blind]
     spoken: bool | None = None
     queue, split = [list(el.remaining)], False
+    answered: ClientConfig | None = None
+    refusal: Outcome | None = None
     while queue:
         chunk = [g for g in queue.pop(0) if g in el.remaining]
         while chunk:
-            out = await run.run(build(chunk, tuple(chunk)), phase)
+            config = build(chunk, tuple(chunk))
+            # refused, a hello of a few shares (or one after the split) is a negative
+            out = await run.run(config, phase, confirm=len(chunk) <= 2 or split)
             if out.status == SERVER_HELLO and out.group in chunk:
-                spoken = True
+                spoken, answered = True, config
                 if out.share_problem is not None:   # chosen, but no client can finish
                     el.inconclusive.append(out.group)
                     el.remaining.remove(out.group)
@@ -233,8 +242,12 @@ async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> 
                 el.notes.append(f"key-share offer of {len(chunk)} group(s) not established: "
                                 f"{out.describe()}")
             (el.not_supported if out.refused else el.inconclusive).extend(chunk)
+            refusal = out if out.refused else refusal
             el.remaining = [g for g in el.remaining if g not in chunk]
             break
+    if control and answered is not None and refusal is not None:
+        await _refusal_holds(run, [el], answered, phase, refusal,
+                             named="the last key-share offer the server answered")
     if blind:
         el.inconclusive += blind
         el.notes.append("no key share can be computed here for " +
