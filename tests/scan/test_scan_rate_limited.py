@@ -278,3 +278,26 @@ def test_clients_refused_by_a_limiter_did_not_fail(limited, mode):
     for c, was in zip(r.clients, clean.clients):
         if was.status == "connected":
             assert c.status == "inconclusive" and "rate limiting" in c.detail, c
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_the_group_audit_alone_calls_no_version_unspoken_on_a_limiters_word(limited, mode):
+    """`--groups-only`: the limiter lets one TLS 1.2 hello through (the TLS 1.2
+    elimination's first offer) and refuses everything else, TLS 1.3 first. The TLS 1.3
+    audit found nothing, one versions check of TLS 1.3 was refused too, and TLS 1.3 was
+    "not tested: the server does not speak TLS 1.3" although openssl speaks it. The TLS 1.2
+    hello answered before is asked again: refused, TLS 1.3 is not established."""
+    started = [False]
+
+    def fault(_index, hello):
+        if started[0] or hello is None or 0x0304 in hello.supported_versions:
+            return mode
+        started[0] = True
+        return None
+    proxy = limited(None)
+    proxy.fault = fault
+    r = scan(proxy, ("groups",))
+    g13 = r.group_audit(0x0304)
+    assert g13 is not None and g13.spoken is not False, g13
+    assert not g13.not_supported, g13
+    assert any("rate limiting" in n for n in g13.notes), g13.notes

@@ -45,6 +45,7 @@ from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rating import rated
 from tlsprobe.probes.audit import consistency, groups, pq, versions
 from tlsprobe.probes.audit.boundary import internal_error_report
+from tlsprobe.probes.audit.confirm import still_answered
 from tlsprobe.probes.audit.scheduler import (
     STOP_FLIGHT,
     STOP_VERIFY,
@@ -433,11 +434,20 @@ async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
         return unspoken(f"not tested: the server does not speak {name}")
     if audit.supported or spoken is not None:
         return audit
+    before = run.runner.answered_hello
     (support, outcome), = await versions.check_versions(run.runner, (version,))
     run.outcomes.append(outcome)
-    if support.status == "not_supported":
-        return unspoken(f"not tested: the server does not speak {name} ({support.detail})", 1)
-    return audit
+    if support.status != "not_supported":
+        return audit
+    # refused (nothing answered since `before`): a fact while the server still answers a
+    # hello it answered before (another version's: confirm.still_answered)
+    why = await still_answered(run.runner, *before, f"groups {name}", "a hello of the audit") \
+        if before is not None and run.runner.answered_hello is before else None
+    if why is not None:
+        return replace(_not_known(version, f"not established whether the server speaks "
+                                           f"{name}: {support.detail}; {why}"),
+                       connections=audit.connections + 2)
+    return unspoken(f"not tested: the server does not speak {name} ({support.detail})", 1)
 
 
 async def _suites(run: _Run, version: int) -> AuditReport:
