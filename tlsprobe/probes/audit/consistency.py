@@ -60,7 +60,6 @@ class Reference:
         out = await run.scheduler.run(run.target, Job(self.config, PHASE, self.stop))
         self.answers.append((after, out))
 
-
     async def last(self, run: TargetRunner) -> None:
         """The final repeat, at the end of the audit; refused where the repeat before it was
         not, once more: a single refusal at the end is what a rate limiter that starts
@@ -71,7 +70,6 @@ class Reference:
         if len(self.answers) >= 2 and self.answers[-1][1].refused and \
                 not self.answers[-2][1].refused:
             await self.repeat(run, "end of the audit")
-
 
     def refused_at_end(self) -> str | None:
         """Why the refusals of the audit's last connections (the cert phase's search, the
