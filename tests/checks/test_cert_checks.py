@@ -136,8 +136,40 @@ def test_good_leaf_passes_every_certificate_check(leaf_servers: tuple[int, int])
         ku.evidence
     assert got["must_staple"].verdict is Verdict.not_vulnerable, got["must_staple"]
     assert "stapling: stapled" in got["must_staple"].evidence
-    # one connection for the chain, one for the RSA key exchange question
-    assert got["cert_lifetime"].connections + got["key_usage"].connections == 2
+    # one connection for the chain, one for the RSA key exchange question, refused, and one
+    # asking the TLS 1.2 hello again: the refusal is a fact while the server answers
+    assert got["cert_lifetime"].connections + got["key_usage"].connections == 3
+
+
+def rsa_kx_only(hello) -> bool:
+    """key_usage's hello: TLS 1.2, only suites of RSA key transport (keyEncipherment)."""
+    from tlsprobe import registry
+    kx = {s.kx for c in hello.cipher_suites if (s := registry.cipher_suite(c)) is not None}
+    return "RSA" in kx and kx - {"SCSV"} <= {"RSA", "RSA_PSK"}
+
+
+@pytest.mark.needs_impl("openssl")
+def test_key_usage_refused_by_a_limiter_is_not_a_fact(leaf_servers: tuple[int, int]) -> None:
+    """The good leaf (digitalSignature only) on a server that refuses RSA key transport;
+    a limiter starts at key_usage's RSA key transport hello: its refusal was read as "the
+    server does not use the key for keyEncipherment" (not vulnerable). Now the hello that
+    established TLS 1.2 is asked again right after; refused too, inconclusive."""
+    from tests.helpers.faultproxy import ALERT, FaultProxy
+    started = [False]
+
+    def fault(_index: int, hello: object) -> str | None:
+        started[0] = started[0] or (hello is not None and rsa_kx_only(hello))
+        return ALERT if started[0] else None
+    proxy = FaultProxy([("127.0.0.1", leaf_servers[0])], fault)
+    try:
+        r = run_audit([Target("127.0.0.1", proxy.port)],
+                      AuditOptions(checks=parse_checks("key_usage")),
+                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    finally:
+        proxy.close()
+    assert proxy.faults(), "the limiter never started"
+    (ku,) = r.check_results
+    assert ku.verdict is Verdict.inconclusive and "rate limiting" in ku.reason, ku
 
 
 @pytest.mark.needs_impl("openssl")

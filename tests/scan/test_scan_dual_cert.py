@@ -185,3 +185,28 @@ def test_a_reset_search_is_not_established_never_no_other_certificate(tls_server
         "certificates of other key types not established: " + r["other_certificates_note"]]
     assert "Certificate chain (RSA)" in text
     assert "Certificates of other key types: not established: TLS 1.2 hello with" in text
+
+
+@pytest.mark.needs_impl("openssl")
+def test_one_server_with_two_certificates_is_consistent(tls_server, certs, run_cli):
+    """An RSA and an ECDSA certificate on one openssl s_server: the reference hello's
+    repeats read its certificate, always the same for the same hello; no second
+    configuration (an RSA backend beside an ECDSA one is: tests/scan/test_scan_flaky.py)."""
+    srv = tls_server("openssl", extra=dual(certs))
+    r = scan_json(run_cli, srv.port, certs)
+    assert r["consistency"]["status"] == "consistent", r["consistency"]
+    assert [c["key_type"] for c in r["other_certificates"]] == ["ECDSA"]
+    assert not [f for f in r["findings"] if f["code"] == "target.inconsistent"]
+
+
+@pytest.mark.needs_impl("nginx")
+def test_nginx_with_two_certificates_is_consistent(tls_server, certs, run_cli):
+    """nginx with two ssl_certificate lines (it picks by the suite, or by the signature
+    schemes in TLS 1.3): one configuration throughout."""
+    extra = [f"ssl_certificate {certs['ecdsa'].chain}; "
+             f"ssl_certificate_key {certs['ecdsa'].key};"]
+    srv = tls_server("nginx", extra=extra)
+    r = scan_json(run_cli, srv.port, certs)
+    assert r["consistency"]["status"] == "consistent", r["consistency"]
+    assert [c["key_type"] for c in r["other_certificates"]] == ["ECDSA"]
+    assert not [f for f in r["findings"] if f["code"] == "target.inconsistent"]

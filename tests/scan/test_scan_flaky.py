@@ -372,3 +372,45 @@ def test_the_consistency_answers_come_in_the_audits_phase_order_whatever_ended_f
     assert [a.split(":", 1)[0] for a in check.answers] == [
         "versions", "groups", "suites", "signature schemes", "end of the audit"]
     assert check.status == "consistent"
+
+
+def test_checks_on_an_inconsistent_target_say_what_they_rest_on(balanced):
+    """Backend B (TLS 1.2 only) answers the versions check's TLS 1.3 hello: "TLS 1.3 not
+    spoken" carries the inconsistency note, but the checks that read it said "not
+    applicable: the server does not speak TLS 1.3" (early_data) and "not vulnerable" from
+    versions refused (the derived checks) as facts, without it. Every negative verdict of
+    such a target now carries the note, as the versions do, and the checks are among the
+    affected results; a positive one stays a fact (some backend has it)."""
+    proxy = balanced(dict(BACKEND_A, ciphers="ECDHE-RSA-AES128-GCM-SHA256:AES128-SHA"),
+                     dict(BACKEND_A, proto="tls1_2"))
+    r = scan(proxy, checks=("versions", "groups", "suites", "early_data", "poodle", "rc4",
+                            "dh", "lucky13"), per_host=1)
+    assert r.consistency is not None and r.consistency.status == "inconsistent", r.consistency
+    assert r.version_spoken(0x0304) == "no", r.versions
+    early = next(c for c in r.check_results if c.name == "early_data")
+    assert early.verdict == "not applicable" and "does not speak TLS 1.3" in early.reason
+    negative = ("not vulnerable", "not applicable", "not supported", "not tolerated")
+    for c in r.check_results:
+        if c.verdict in negative:
+            assert "answered inconsistently" in c.reason, c
+            assert f"check {c.name}" in r.consistency.affected, r.consistency.affected
+    assert {c.name for c in r.check_results if c.verdict in negative} >= {"early_data",
+                                                                          "poodle", "rc4"}
+
+
+def test_an_rsa_backend_and_an_ecdsa_backend_are_two_configurations(balanced):
+    """One backend with an RSA certificate, one with an ECDSA one, otherwise alike: they
+    answer the reference TLS 1.3 hello with the same version, suite and group, so the scan
+    read one server with two certificates, "consistent". The reference's repeats read the
+    certificate now: the same hello answered with an RSA and an ECDSA leaf is no one server
+    (which picks its certificate by the hello), and the target is inconsistent."""
+    proxy = balanced(dict(cert="rsa"), dict(cert="ecdsa"))   # openssl's defaults else
+    r = scan(proxy, checks=("versions", "groups", "suites", "sigalgs", "cert"), per_host=1)
+    c = r.consistency
+    assert c is not None and c.status == "inconsistent", c
+    assert any("RSA" in n and "ECDSA" in n and "same hello" in n for n in c.notes), c.notes
+    finding = next(f for f in r.findings if f.code == "target.inconsistent")
+    assert "same hello" in finding.message
+    if r.other_certificates:
+        assert "other certificates" in c.affected, c.affected
+    assert r.connections["consistency"] <= 4

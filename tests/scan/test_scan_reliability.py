@@ -229,6 +229,38 @@ def test_share_less_refusal_falls_back_to_real_key_shares(mini):
     assert any("HelloRetryRequest route inconclusive" in n for n in g.notes)
 
 
+@pytest.mark.parametrize("mode", ["alert", "drop"])
+def test_the_key_share_route_cut_by_a_limiter_misses_no_group(mini, mode):
+    """The share-less offer refused, the groups are enumerated with real key shares; a
+    limiter (tests/helpers/faultproxy.py) serves the first three TLS 1.3 hellos, the
+    share-less one (refused, and asked again) and the first key-share offer (the server picks secp384r1), then
+    refuses every hello: x25519 and X25519MLKEM768, which the server has, were "not
+    supported" (--groups-only: no reference hello repeated after the phase). Now such a
+    refusal is asked twice and holds only while the last answered offer is still
+    answered: here it is not, and the rest is inconclusive."""
+    from tests.helpers.faultproxy import FaultProxy
+    server = mini(groups=(P384, X25519, MLKEM768_X25519), shareless="alert")
+    seen = [0]   # TLS 1.3 hellos (the TLS 1.2 audit runs beside: the mini server refuses it)
+
+    def limiter(_i: int, hello: ClientHello | None) -> str | None:
+        if hello is None or 0x0304 not in hello.supported_versions:
+            return None
+        seen[0] += 1
+        return mode if seen[0] > 3 else None
+    proxy = FaultProxy([("127.0.0.1", server.port)], limiter)
+    try:
+        r = run_audit([Target("127.0.0.1", proxy.port)], AuditOptions(checks=("groups",)),
+                      Scheduler(retries=0, timeout=2.0, per_host=1))[0]
+    finally:
+        proxy.close()
+    g = r.group_audit(0x0304)
+    assert g is not None and g.method == "key_share", g
+    assert [c.id for c in g.supported] == [P384], g
+    assert not {X25519, MLKEM768_X25519} & {c.id for c in g.not_supported}, g
+    assert {X25519, MLKEM768_X25519} <= {c.id for c in g.inconclusive}, g
+    assert any("rate limiting" in n for n in g.notes), g.notes
+
+
 def test_hrr_route_on_the_mini_server_matches_its_groups(mini):
     server = mini(groups=(X25519, P256), shareless="hrr")
     report = groups_audit(server)

@@ -17,6 +17,15 @@ repeats while the same hello without the change (the *plain* hello) is answered 
 `confirm_refusal` runs those steps and says what it saw; the caller decides the verdict
 (and keeps the tries as evidence). The connections it costs: 2 for an alert, 4 for the other
 refusals, only when the first one was refused.
+
+`still_answered` is the lighter rule for a refusal that makes a value "not spoken", "not
+supported" or "not applicable" (the versions check, an elimination's end, a check's own
+hello): such a refusal holds only while the server answers at all. The hello that was
+answered before is asked once more, right after the refusal (one connection); not answered
+now, the server may refuse every hello by then (a rate limiter after some connections, an
+overloaded one), and the refusal proves nothing: the caller makes its negative
+inconclusive with the reason returned. One rule, one wording, for every caller
+(probes/audit/versions.py, groups.py, probes/checks/base.py CheckContext.still_answered).
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from typing import TYPE_CHECKING, Protocol
 from tlsprobe.model.vocab import ReplyKind
 
 if TYPE_CHECKING:
+    from tlsprobe.engine.config import ClientConfig
+    from tlsprobe.probes.audit.outcome import Stop
     from tlsprobe.probes.audit.scheduler import TargetRunner
 
 __all__ = [
@@ -43,6 +54,7 @@ __all__ = [
     "Try",
     "confirm_refusal",
     "flaky_path",
+    "still_answered",
 ]
 
 ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = (
@@ -137,3 +149,19 @@ def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:
         return f"the path reset or timed out {n} ordinary hello{'s' if n > 1 else ''} " \
             "that a retry then answered"
     return seen
+
+
+async def still_answered(run: TargetRunner, hello: ClientConfig, stop: Stop, phase: str,
+                         named: str) -> str | None:
+    """Whether a refusal just read holds (see the module docstring): `hello`, answered
+    before (`named`: how to name it, "the TLS 1.3 hello that established the version"), is
+    asked once more, under `phase`, reading only what the server names (a bare close is
+    asked twice, as every hello: TargetRunner.run). None when it is answered; else why the
+    refusal proves nothing, one clause starting with "but", for the caller's inconclusive
+    result."""
+    out = await run.run(hello, phase, stop, names_only=True)
+    if out.answered:
+        return None
+    return (f"but {named}, answered before, was not answered right after "
+            f"({out.describe()}): the server may refuse every hello by now (rate limiting), "
+            "so the refusal proves nothing")

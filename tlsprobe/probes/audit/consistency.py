@@ -4,7 +4,8 @@ A load balancer that spreads connections over differently configured backends ma
 result built from many connections (an elimination over suites or groups) a merge of sets
 that no single backend has. The versions check's hello of the highest spoken version is the
 reference: its answer there is kept, and the same hello is sent once more when each later
-phase (groups and post-quantum, suites, signature schemes) ends, a few connections in all.
+phase (groups and post-quantum, suites, signature schemes) ends and at the end of the audit
+(once more when only that last one is refused: `Reference.last`), a few connections in all.
 The answers are compared on version, cipher suite and group; any difference, or a hello
 refused with an alert and then answered on a second connection (TargetRunner
 disagreements), means the target answers inconsistently.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from tlsprobe import registry
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.model.audit import AuditReport, ConsistencyCheck, DheAudit
+from tlsprobe.model.checks import Verdict
 from tlsprobe.model.vocab import (
     Answer,
     ConsistencyStatus,
@@ -57,6 +59,29 @@ class Reference:
         simply not compared, and an alert differs from the first answer by itself)."""
         out = await run.scheduler.run(run.target, Job(self.config, PHASE, self.stop))
         self.answers.append((after, out))
+
+    async def last(self, run: TargetRunner) -> None:
+        """The final repeat, at the end of the audit; refused where the repeat before it was
+        not, once more: a single refusal at the end is what a rate limiter that starts
+        there gives as well as a second configuration, so one more connection tells them
+        apart (refused again: the server stopped answering, `_stopped`; answered: the
+        refusal is compared as any other answer)."""
+        await self.repeat(run, "end of the audit")
+        if len(self.answers) >= 2 and self.answers[-1][1].refused and \
+                not self.answers[-2][1].refused:
+            await self.repeat(run, "end of the audit")
+
+    def refused_at_end(self) -> str | None:
+        """Why the refusals of the audit's last connections (the cert phase's search, the
+        client profiles) prove nothing: the reference hello's final repeat was refused too,
+        so the server may refuse every hello by then; None when it was answered (or failed
+        otherwise: a reset, silence)."""
+        last = self.answers[-1][1] if len(self.answers) > 1 else None
+        if last is None or not last.refused:
+            return None
+        return (f"the hello the versions check got answered was refused at the end of the "
+                f"audit ({last.describe()}): the server may refuse every hello by then "
+                "(rate limiting), so a refusal then proves nothing")
 
 
 def _key(out: Outcome) -> tuple[object, ...]:
@@ -94,11 +119,13 @@ def unconfirmed(part: AuditReport, repeat: Outcome) -> AuditReport:
 
 
 def _dhe(dhe: DheAudit | None, why: str) -> DheAudit | None:
-    """A DHE audit without the negatives a refusal gave it ("none", not supported groups)."""
-    if dhe is None or dhe.status != DheStatus.NONE and not dhe.not_supported:
+    """A DHE audit without the negatives a refusal gave it ("none", not supported groups,
+    "a client that lists no ffdhe group gets no DHE")."""
+    if dhe is None or dhe.status != DheStatus.NONE and not dhe.not_supported and \
+            not dhe.legacy_refused:
         return dhe
     status = DheStatus.INCONCLUSIVE if dhe.status == DheStatus.NONE else dhe.status
-    return replace(dhe, status=status, not_supported=(),
+    return replace(dhe, status=status, not_supported=(), legacy_refused=False,
                    inconclusive=dhe.inconclusive + dhe.not_supported, notes=dhe.notes + (why,))
 
 
@@ -107,10 +134,10 @@ def answer_text(out: Outcome) -> str:
     if not out.answered:
         return out.describe()
     parts = [registry.version_name(out.version or 0), registry.suite_name(out.cipher_suite or 0)]
-    if out.group is not None:
-        parts.append(registry.group_name(out.group))
-    elif out.hrr_group is not None:
+    if out.hrr_group is not None:   # a repeat read on after it: the same answer
         parts.append(f"HelloRetryRequest for {registry.group_name(out.hrr_group)}")
+    elif out.group is not None:
+        parts.append(registry.group_name(out.group))
     return ", ".join(parts)
 
 
@@ -126,6 +153,24 @@ def _stopped(ref: Reference) -> int:
             break
         n += 1
     return n if n >= 2 else 0
+
+
+def _leaves(answers: list[Outcome]) -> str | None:
+    """What differs when the same hello was answered with different leaf certificates (the
+    repeats read it: TLS 1.2's flight, TLS 1.3's decrypted up to CertificateVerify), else
+    None. One server picks its certificate by the hello (a server with an RSA and an ECDSA
+    one, by the suite or the signature schemes), so the same hello always gets the same;
+    two backends with different certificates answer it differently."""
+    seen = list(dict.fromkeys(o.certificates[0] for o in answers
+                              if o.answered and o.certificates))
+    if len(seen) < 2:
+        return None
+    from tlsprobe.probes.audit.certs import leaf_type  # only then: certificates parsed
+    kinds = list(dict.fromkeys(leaf_type((leaf,)) for leaf in seen))
+    what = f"{' and '.join(kinds)} certificates" if len(kinds) > 1 else \
+        f"{len(seen)} different {kinds[0]} certificates"
+    return f"the same hello was answered with {what}: one server picks its certificate by " \
+        "the hello, so the same hello gets the same one"
 
 
 def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
@@ -153,7 +198,11 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
         notes += ((f"the last {stopped} repeats of the reference hello were refused: the "
                    "server stopped answering it (rate limiting?), so the phases they follow "
                    "are inconclusive where they rest on refusals"),)
-    status = ConsistencyStatus.INCONSISTENT if len({_key(o) for o in known}) > 1 or disagreements \
+    leaves = _leaves(known)
+    if leaves:
+        notes += (leaves,)
+    status = ConsistencyStatus.INCONSISTENT \
+        if len({_key(o) for o in known}) > 1 or disagreements or leaves \
         else ConsistencyStatus.CONSISTENT if len(known) > 1 else ConsistencyStatus.NOT_CHECKED
     first = ref.answers[0][1]
     offered = f"the versions check's {ref.version or registry.version_name(first.version or 0)}" \
@@ -181,3 +230,30 @@ def mark(report: AuditReport, check: ConsistencyCheck) -> AuditReport:
         (("post-quantum",) if report.post_quantum else ())
     return replace(report, versions=versions, groups=groups, suites=suites,
                    signature_schemes=sigalgs, consistency=replace(check, affected=affected))
+
+
+#: verdicts that state what the server does not do or have: on an inconsistent target one
+#: backend's answer (a check's own connections) or read off marked versions and lists
+NEGATIVE = (Verdict.not_vulnerable, Verdict.not_applicable, Verdict.not_supported,
+            Verdict.not_tolerated)
+
+
+def mark_late(report: AuditReport) -> AuditReport:
+    """An inconsistent target, once every check (derived ones included) has its result and
+    the cert phase its chains (run.py _finish): every check whose verdict is a negative
+    carries the note, as a version not spoken does (a derived check reads the versions and
+    lists, an active one the versions spoken and its own connections, each maybe one
+    backend's); they are among the affected results, and so are the other certificates
+    (a server's second certificate, or another backend's)."""
+    check = report.consistency
+    if check is None or check.status != ConsistencyStatus.INCONSISTENT:
+        return report
+    marked = tuple(replace(r, reason=f"{r.reason}; {MARK}")
+                   if r.verdict in NEGATIVE and MARK not in r.reason else r
+                   for r in report.check_results)
+    names = tuple(f"check {r.name}" for r, was in zip(marked, report.check_results)
+                  if r is not was)
+    if report.other_certificates:
+        names = ("other certificates",) + names
+    return replace(report, check_results=marked,
+                   consistency=replace(check, affected=check.affected + names))

@@ -43,6 +43,7 @@ from tlsprobe.model.audit import (
 )
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import DheStatus, GroupMethod, Order
+from tlsprobe.probes.audit.confirm import still_answered
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import (
@@ -112,21 +113,19 @@ def _builder(run: TargetRunner, version: int, **kw: object) -> Callable[..., Cli
 
 
 async def _refusal_holds(run: TargetRunner, els: list[Elimination], answered: ClientConfig,
-                         phase: str, refusal: Outcome, stop: Stop = STOP_HELLO) -> bool:
-    """Whether the refusal that ended `els` is a fact: the hello `answered` before is asked
-    once more; not answered now, the server may refuse every hello by now (a rate limiter
-    after some connections), and what the refusal made "not supported" (or left) is
-    inconclusive, said so."""
-    out = await run.run(answered, phase, stop, names_only=True)
-    if out.answered:
+                         phase: str, refusal: Outcome, stop: Stop = STOP_HELLO,
+                         named: str = "the elimination's first offer") -> bool:
+    """Whether the refusal that ended `els` is a fact (confirm.still_answered with the
+    hello `answered` before, `named`); not, what the refusal made "not supported" (or
+    left) is inconclusive, said so."""
+    why = await still_answered(run, answered, stop, phase, named)
+    if why is None:
         return True
-    why = (f"the hello that ended the elimination was refused ({refusal.describe()}), but "
-           f"so was the first offer, answered before, right after ({out.describe()}): the "
-           "server may refuse every hello by now (rate limiting)")
     for el in els:
         left = el.not_supported + el.remaining
         if left:
-            el.notes.append(f"not established for {len(left)} value(s): {why}")
+            el.notes.append(f"not established for {len(left)} value(s): the hello that ended "
+                            f"the elimination was refused ({refusal.describe()}), {why}")
         el.inconclusive += left
         el.not_supported, el.remaining = [], []
     return False
@@ -168,7 +167,7 @@ async def tls13_groups(run: TargetRunner, candidates: list[int], *,
             el.notes.append(f"HelloRetryRequest route inconclusive ({out.describe()}); "
                             "enumerated with real key shares")
             method = GroupMethod.KEY_SHARE
-            spoken = await _tls13_with_shares(run, el, phase)
+            spoken = await _tls13_with_shares(run, el, phase, control)
         else:
             el.give_up(out.describe())
     order, note = ORDER_UNKNOWN, None
@@ -200,20 +199,28 @@ def _chunks(groups: list[int]) -> list[list[int]]:
     return [c for c in out if c]
 
 
-async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> bool | None:
+async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str,
+                             control: bool = False) -> bool | None:
     """Eliminate with a real key share for every remaining computable group; if the server
-    refuses the one big hello, retry once in hellos of a few shares each."""
+    refuses the one big hello, retry once in hellos of a few shares each. A refusal that
+    makes groups "not supported" is asked twice (as the HelloRetryRequest route's end); with
+    `control` (see tls13_groups) the refusals hold only if the last offer answered is
+    answered once more after them (`_refusal_holds`)."""
     build = _builder(run, TLS13, cipher_suites_13=tuple(registry.suites_for_version(TLS13)))
     blind = [g for g in el.remaining if not kex.is_computable(g)]
     el.remaining = [g for g in el.remaining if g not in blind]
     spoken: bool | None = None
     queue, split = [list(el.remaining)], False
+    answered: ClientConfig | None = None
+    refusal: Outcome | None = None
     while queue:
         chunk = [g for g in queue.pop(0) if g in el.remaining]
         while chunk:
-            out = await run.run(build(chunk, tuple(chunk)), phase)
+            config = build(chunk, tuple(chunk))
+            # refused, a hello of a few shares (or one after the split) is a negative
+            out = await run.run(config, phase, confirm=len(chunk) <= 2 or split)
             if out.status == SERVER_HELLO and out.group in chunk:
-                spoken = True
+                spoken, answered = True, config
                 if out.share_problem is not None:   # chosen, but no client can finish
                     el.inconclusive.append(out.group)
                     el.remaining.remove(out.group)
@@ -235,8 +242,12 @@ async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str) -> 
                 el.notes.append(f"key-share offer of {len(chunk)} group(s) not established: "
                                 f"{out.describe()}")
             (el.not_supported if out.refused else el.inconclusive).extend(chunk)
+            refusal = out if out.refused else refusal
             el.remaining = [g for g in el.remaining if g not in chunk]
             break
+    if control and answered is not None and refusal is not None:
+        await _refusal_holds(run, [el], answered, phase, refusal,
+                             named="the last key-share offer the server answered")
     if blind:
         el.inconclusive += blind
         el.notes.append("no key share can be computed here for " +
@@ -268,9 +279,8 @@ async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int =
         # ffdhe largest first: a server preferring small groups then shows its own order
         # in the first pick, and no extra connection is needed to tell it.
         ff=Elimination(sorted((g for g in candidates if _kind(g) == "ffdhe"), reverse=True)),
-        dhe_open=dhe)
+        dhe_open=dhe, control=control)
     ecdhe, dhe_suites = _suites("ECDHE", version), _suites("DHE", version)
-    first: ClientConfig | None = None   # the first offer that was answered
     while st.ec.remaining or (st.dhe_open and st.ff.remaining):
         ec_offer = st.ec.offer() if st.ec.remaining else []
         ff_offer = st.ff.offer() if st.dhe_open and st.ff.remaining else []
@@ -280,10 +290,10 @@ async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int =
         out = await run.run(config, phase, STOP_FLIGHT, confirm=True,  # as in TLS 1.3
                             names_only=True)
         if not _tls12_step(st, out, ec_offer, ff_offer):
-            if control and out.refused and first is not None:
-                await _refusal_holds(run, [st.ec, st.ff], first, phase, out, STOP_FLIGHT)
+            if control and out.refused and st.first is not None:
+                await _refusal_holds(run, [st.ec, st.ff], st.first, phase, out, STOP_FLIGHT)
             break
-        first = first or config
+        st.first = st.first or config
     plain_build = _builder(run, version, cipher_suites_12=ecdhe)
     cert = st.cert_curve if st.cert_curve in st.ec.found else None
 
@@ -356,6 +366,10 @@ class _Tls12State:
     cert_curve: int | None = None
     cert_blocked: bool = False
     dhe_answers: int = 0
+    #: no reference hello repeated after the phase (ske_groups' `control`), and the first
+    #: offer that was answered: what a refusal is checked against (`_refusal_holds`)
+    control: bool = False
+    first: ClientConfig | None = None
 
 
 def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: list[int]) -> bool:
@@ -473,18 +487,27 @@ async def _no_ffdhe_client(run: TargetRunner, st: _Tls12State, build: Builder,
                            phase: str) -> bool:
     """A server that negotiates RFC 7919 groups: what does a client that lists none get (a
     DHE-only hello without supported_groups, as clients before RFC 7919 sent)? Its DH
-    parameters go to `st.fixed`; True when it gets no DHE at all (refused)."""
-    out = await run.run(build([]), phase, STOP_FLIGHT, confirm=False, names_only=True)
+    parameters go to `st.fixed`; True when it gets no DHE at all: a refusal (a "not
+    vulnerable" of the dh check rests on it) asked twice, and, with `st.control`, held only
+    while the first offer is still answered (confirm.still_answered), as an elimination's
+    end; the family's reference repeat may still undo it (consistency.unconfirmed)."""
+    out = await run.run(build([]), phase, STOP_FLIGHT, confirm=True, names_only=True)
     if out.status == SERVER_HELLO and out.dh_bits:
         st.fixed = dh_parameters(out)
         st.ff.notes.append("when the client lists no ffdhe group, the server sends DH "
                            f"parameters {st.fixed.label()}")
         return False
-    if out.refused:
-        st.ff.notes.append("a client that lists no ffdhe group gets no DHE "
-                           f"({out.describe()})")
-        return True
-    return False
+    if not out.refused:
+        return False
+    if st.control and st.first is not None:
+        why = await still_answered(run, st.first, STOP_FLIGHT, phase,
+                                   "the elimination's first offer")
+        if why is not None:
+            st.ff.notes.append("what a client that lists no ffdhe group gets is not "
+                               f"established: its hello was refused ({out.describe()}), {why}")
+            return False
+    st.ff.notes.append(f"a client that lists no ffdhe group gets no DHE ({out.describe()})")
+    return True
 
 
 __all__ = ["ALERT", "candidate_groups", "dh_parameters", "ske_groups", "tls13_groups"]

@@ -45,6 +45,7 @@ from tlsprobe.policy.load import Policy
 from tlsprobe.policy.rating import rated
 from tlsprobe.probes.audit import consistency, groups, pq, versions
 from tlsprobe.probes.audit.boundary import internal_error_report
+from tlsprobe.probes.audit.confirm import still_answered
 from tlsprobe.probes.audit.scheduler import (
     STOP_FLIGHT,
     STOP_VERIFY,
@@ -228,10 +229,11 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
         run.done("checks")
     if options.clients:
         report = replace(report, clients=await _clients(run, _order_parts(report)))
-    if ref is not None and (tasks or active):
+    if ref is not None and (tasks or active or options.clients or "cert" in checks):
         # right after the last family's repeat: two hellos in a row, which a round-robin
         # balancer always sends to different backends
-        await ref.repeat(run.runner, "end of the audit")
+        await ref.last(run.runner)
+        report = _refusals_at_end(run, report, ref.refused_at_end())
     if active and set(active) & set(_last_checks()):
         # the checks after which the server may stay busy: last of all (active.LAST)
         from tlsprobe.probes.checks.active import in_catalog_order, run_active_checks
@@ -241,6 +243,26 @@ async def audit_target(target: Target, scheduler: Scheduler, options: AuditOptio
     if spoken is not None:
         report = consistency.mark(report, consistency.verdict(ref, run.runner.disagreements))
     return _finish(report, run, started, error=_unreached(run.runner))
+
+
+def _refusals_at_end(run: _Run, report: AuditReport, why: str | None) -> AuditReport:
+    """The reference hello refused at the very end (`why`): the refusals no family's repeat
+    followed are not facts either: the cert phase's search for other key types' chains
+    (complete only because its last hellos were refused) is not established, and a client
+    profile "failed, refused" for no reason the audit shows is inconclusive."""
+    if why is None:
+        return report
+    from tlsprobe.probes.audit.certs import PHASE as SEARCH
+    if run.key_types_note is None and run.runner.connections(SEARCH):
+        run.key_types_note = why
+    if not report.clients:
+        return report
+    from tlsprobe.model.clients import FailureReason, SimStatus
+    return replace(report, clients=tuple(
+        replace(c, status=SimStatus.inconclusive, reason=None,
+                detail="; ".join(d for d in (c.detail, why) if d))
+        if c.status == SimStatus.failed and c.reason == FailureReason.refused and
+        c.version is None else c for c in report.clients))
 
 
 def _last_checks() -> tuple[str, ...]:
@@ -299,8 +321,10 @@ def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome
     the minimal hello)."""
     for support, out in results:
         if support.version.id == TLS13 and out.answered and out.violation is None:
-            config, stop = versions.version_hello(runner, TLS13)
-            return consistency.Reference(config, stop, [("versions", out)], "TLS 1.3")
+            # repeated up to the certificate (the flight decrypted): backends that answer
+            # the same TLS 1.3 hello alike but with an RSA and an ECDSA certificate differ
+            config, _ = versions.version_hello(runner, TLS13)
+            return consistency.Reference(config, STOP_VERIFY, [("versions", out)], "TLS 1.3")
     for support, out in sorted(results, key=lambda r: -r[0].version.id):
         if support.status == VersionStatus.SUPPORTED and out.answered and support.detail == out.describe():
             config, stop = versions.version_hello(runner, support.version.id)
@@ -410,11 +434,20 @@ async def _unless_unspoken(run: _Run, version: int, audit: GroupAudit,
         return unspoken(f"not tested: the server does not speak {name}")
     if audit.supported or spoken is not None:
         return audit
+    before = run.runner.answered_hello
     (support, outcome), = await versions.check_versions(run.runner, (version,))
     run.outcomes.append(outcome)
-    if support.status == "not_supported":
-        return unspoken(f"not tested: the server does not speak {name} ({support.detail})", 1)
-    return audit
+    if support.status != "not_supported":
+        return audit
+    # refused (nothing answered since `before`): a fact while the server still answers a
+    # hello it answered before (another version's: confirm.still_answered)
+    why = await still_answered(run.runner, *before, f"groups {name}", "a hello of the audit") \
+        if before is not None and run.runner.answered_hello is before else None
+    if why is not None:
+        return replace(_not_known(version, f"not established whether the server speaks "
+                                           f"{name}: {support.detail}; {why}"),
+                       connections=audit.connections + 2)
+    return unspoken(f"not tested: the server does not speak {name} ({support.detail})", 1)
 
 
 async def _suites(run: _Run, version: int) -> AuditReport:
@@ -458,6 +491,7 @@ def _finish(report: AuditReport, run: _Run, started: float,
     if any(name in DERIVED for name in report.checks):
         from tlsprobe.probes.checks.derived import derive_checks
         report = replace(report, check_results=derive_checks(report) + report.check_results)
+    report = consistency.mark_late(report)
     return rated(with_findings(report, list(run.options.policies)))
 
 

@@ -468,6 +468,9 @@ class TargetRunner:
     #: what the certificate checks judge besides their own connection's chain
     chains: dict[str, Outcome] = field(default_factory=dict)
     chains_note: str | None = None
+    #: the last hello the server answered, and where its connection stopped: what
+    #: confirm.still_answered asks when no hello of the caller's own was answered
+    answered_hello: tuple[ClientConfig, Stop] | None = None
 
     @property
     def transient(self) -> int:
@@ -496,11 +499,11 @@ class TargetRunner:
         refusal, `confirmed`. Answered: the answer (a real alert answered differently is
         noted in `disagreements`). Else inconclusive. `names_only`: Job.names_only."""
         job = Job(config, phase, stop, names_only)
-        out = self._seen(await self.scheduler.run(self.target, job))
+        out = self._seen(await self.scheduler.run(self.target, job), job)
         again_if = out.status == CLOSED if confirm is None else confirm
         if not out.refused or not again_if:
             return out
-        again = self._seen(await self.scheduler.run(self.target, job))
+        again = self._seen(await self.scheduler.run(self.target, job), job)
         if again.refused:
             return replace(again, confirmed=True)
         if again.answered:
@@ -529,7 +532,9 @@ class TargetRunner:
         if self.first_unsure is None:
             self.first_unsure = out
 
-    def _seen(self, out: Outcome) -> Outcome:
+    def _seen(self, out: Outcome, job: Job | None = None) -> Outcome:
+        if job is not None and out.answered:
+            self.answered_hello = (job.config, job.stop)
         if out.conclusive:
             self.conclusive += 1
         elif self.first_unsure is None and out.attempts:   # 0: not sent (scan --quic)

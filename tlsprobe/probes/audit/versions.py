@@ -21,8 +21,8 @@ something: a target that is not there costs one more connection, not five.
 
 A refusal holds only while the server answers at all: when some version was refused, the
 hello that established the highest spoken version is asked once more after the others
-(one connection); a server that no longer answers it (a rate limiter after a few
-connections) leaves every refused version inconclusive.
+(one connection, probes/audit/confirm.py still_answered); a server that no longer answers
+it (a rate limiter after a few connections) leaves every refused version inconclusive.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from tlsprobe.model.audit import VersionSupport
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import VersionStatus
 from tlsprobe.net.transport import NotApplicable
+from tlsprobe.probes.audit.confirm import still_answered
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import (
@@ -188,8 +189,7 @@ async def _refusals_hold(run: TargetRunner, results: list[tuple[VersionSupport, 
                          ) -> list[tuple[VersionSupport, Outcome]]:
     """A version refused is "not spoken" only while the server answers at all: when some
     version was refused, the hello that established the highest spoken one is asked once
-    more, after every refusal; not answered, the server may refuse every hello by now (a
-    rate limiter after a few connections, an overloaded server), and each refused version
+    more, after every refusal (confirm.still_answered); not answered, each refused version
     is inconclusive. (A version answered with another version keeps its "not spoken".)"""
     refused = [i for i, (s, o) in enumerate(results)
                if s.status == VersionStatus.NOT_SUPPORTED and not o.answered]
@@ -198,17 +198,19 @@ async def _refusals_hold(run: TargetRunner, results: list[tuple[VersionSupport, 
         return results
     top = max(spoken, key=lambda s: s.version.id)
     config, stop = established_hello(run, top.version.id, top)
-    out = await run.run(config, PHASE, stop)
-    if out.answered:
+    why = await still_answered(run, config, stop, PHASE, established_name(top.version.id))
+    if why is None:
         return results
-    why = (f"; but the {top.version.name} hello answered before was not answered after "
-           f"this refusal ({out.describe()}): the server may refuse every hello by now "
-           "(rate limiting), so the refusal proves nothing")
     for i in refused:
         support, first = results[i]
         results[i] = (VersionSupport(support.version, VersionStatus.INCONCLUSIVE,
-                                     support.detail + why), first)
+                                     f"{support.detail}; {why}"), first)
     return results
+
+
+def established_name(version: int) -> str:
+    """How `still_answered` names the hello that established `version`."""
+    return f"the hello that established {registry.version_name(version)}"
 
 
 def _retry_small(support: VersionSupport, out: Outcome) -> bool:

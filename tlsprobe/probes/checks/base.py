@@ -44,7 +44,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tlsprobe import registry
 from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.check_details import CheckDetails
@@ -173,16 +172,13 @@ class CheckContext:
     async def still_answered(self, version: int, label: str = "control") -> str | None:
         """Right after a refusal the check reads as a fact about what it sent: does the
         server still answer the hello that established `version` (see `version_hello`)?
-        None when it does; else why not, for an inconclusive result: a server that now
-        refuses every hello (a rate limiter after some connections, an overloaded one)
-        said nothing about what was refused."""
+        None when it does; else why not, for an inconclusive result (the one rule of
+        probes/audit/confirm.py still_answered, counted under this check's phase)."""
+        from tlsprobe.probes.audit.confirm import still_answered
+        from tlsprobe.probes.audit.versions import established_name
         config, stop = self.version_hello(version)
-        out = await self.hello(config, stop, label=label)
-        if out.answered:
-            return None
-        return (f"but the hello that established {registry.version_name(version)} was not "
-                f"answered either right after ({out.describe()}): the server may refuse "
-                "every hello by now (rate limiting), so the refusal proves nothing")
+        return await still_answered(self.runner, config, stop, f"{self.phase} {label}",
+                                    established_name(version))
 
     async def converse(self, talk: Talk[T], label: str = "") -> T | Outcome:
         """One connection the check drives itself; an `Outcome` (inconclusive, with the

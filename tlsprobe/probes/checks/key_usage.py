@@ -10,8 +10,10 @@ vulnerable (any use is allowed). Otherwise the negotiated suite's use is checked
 use the extension leaves out that the negotiated suite did not need (keyEncipherment of an
 RSA key, digitalSignature), one hello offering only suites that need it (at the highest
 version up to TLS 1.2 spoken; TLS 1.3 always needs digitalSignature) says whether the server
-uses the key that way too: answered, vulnerable (medium); refused, not. Three connections at
-most (one shared). Every other chain's leaf is judged too, with the suite of the cert phase's
+uses the key that way too: answered, vulnerable (medium); refused, not, while the hello that
+established that version is still answered right after (one connection more,
+CheckContext.still_answered; else inconclusive: a rate limiter). Five connections at most
+(one shared). Every other chain's leaf is judged too, with the suite of the cert phase's
 connection that carried it (_every_chain.py), and its own hellos when a use is left out.
 """
 
@@ -79,9 +81,11 @@ async def _used_for(ctx: CheckContext, use: str, rsa_key: bool, version: int,
                           label=use if kind is None else f"{use} {kind}")
     if out.answered:
         return True
-    if out.refused:
-        return False
-    return out.describe()
+    if not out.refused:
+        return out.describe()
+    # refused: a fact only while the server still answers (confirm.still_answered)
+    unsure = await ctx.still_answered(version, label=f"{use} control")
+    return False if unsure is None else f"refused ({out.describe()}), {unsure}"
 
 
 async def run(ctx: CheckContext) -> CheckResult:

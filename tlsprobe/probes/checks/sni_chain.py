@@ -11,7 +11,9 @@ the same hello without the server_name extension. Verdicts:
     leaves' subjects (their fingerprints when the subjects are the same; or the chains'
     lengths);
   - the hello without server_name refused with an alert or a close: not vulnerable, info
-    (clients without SNI cannot connect; said so, with the alert);
+    (clients without SNI cannot connect; said so, with the alert), when the hello that
+    established the version is answered right after (one connection more,
+    CheckContext.still_answered); not answered, inconclusive (a rate limiter);
   - no SNI sent to this target at all (an IP address without --sni, or --no-sni): not
     applicable; either chain not had for another reason: inconclusive.
 Every other chain (another key type's) is compared too: the cert phase's connection got it
@@ -56,6 +58,11 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
     evidence = [(f"with SNI {name}: {subject} (SHA-256 {leaf}), {len(got.chain)} "
                 "certificates")]
     if isinstance(without, NoChain) and without.refused:
+        # a refusal is a fact only while the server still answers (confirm.still_answered)
+        unsure = await ctx.still_answered(got.version)
+        if unsure:
+            return ctx.inconclusive(f"without SNI: refused ({without}), {unsure}",
+                                    (*evidence, f"without SNI: {without}"))
         return ctx.result(Verdict.not_vulnerable, f"the server refuses a hello without "
                           f"server_name ({without}): clients without SNI cannot connect",
                           (*evidence, f"without SNI: {without}"), severity=Severity.info,
