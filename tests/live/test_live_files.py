@@ -3,12 +3,16 @@ replaces what it reads (the captures, the --keylog), live or not."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.live.conftest import run_client
 
 REPO = Path(__file__).resolve().parents[2]
 CAPTURE = REPO / "captures" / "tls13_client_auth.pcap"
@@ -41,3 +45,34 @@ def test_an_output_never_replaces_a_file_that_is_read(run_cli: Any, tmp_path: Pa
     code, out, err = run_cli("pcap", "cap.pcap", "cap.pcap", "--keylog", "keys.log",
                              "--no-progress")
     assert code == 0 and "note" not in err, err
+
+
+def test_a_full_disk_stops_the_capture_with_its_summary_and_a_whole_file(
+        tls_server: Any, live_pcap: Any, run_cli: Any, tmp_path: Path) -> None:
+    """-w into a file that cannot grow past 40 KiB (RLIMIT_FSIZE: EFBIG, as ENOSPC on a
+    full disk): the capture stops there with the summary, the reason and exit 2, and the
+    file ends with its last whole packet (tshark reads it without "cut short"; it was cut
+    inside a packet, with no summary)."""
+    server = tls_server("openssl")
+    written = tmp_path / "live.pcapng"
+    run = live_pcap(f"tcp port {server.port}", "--jsonl", "-w", str(written),
+                    file_limit=40 << 10)
+    for _ in range(40):     # about 9 KiB of packets each: the limit is passed
+        if run.proc.poll() is not None:
+            break
+        run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}"])
+    code, lines, err = run.finish(timeout=30)
+    assert code == 2, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert f"-w {written}: File too large: the capture stopped there" in err, err
+    assert "TLS connections (" in err and "reported); dropped: 0" in err, err
+    capture = json.loads(lines[-1])
+    assert capture["kind"] == "capture" and capture["reported"] >= 1, lines[-1]
+    assert written.stat().st_size <= 40 << 10
+    checked = subprocess.run(["tshark", "-r", str(written)], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert checked.returncode == 0 and "cut short" not in checked.stderr, checked.stderr
+    code, out, err = run_cli("pcap", str(written), "--jsonl", "--no-progress")
+    assert code == 0, err
+    assert 1 <= sum('"kind": "connection"' in line for line in out.splitlines()) <= \
+        capture["reported"]

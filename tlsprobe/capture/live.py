@@ -189,6 +189,8 @@ class LiveCapture:
         self.bpf = bpf
         self.stop_at = stop_at
         self.writer: PacketWriter | None = None
+        #: why writing the packets (-w) failed (disk full): the capture then stopped
+        self.write_error: str | None = None
         self.name = ",".join(self.interfaces)
         self.secrets: list[Secrets] = []   # the surface of a file's reader: none live
         self.link_types: dict[int, int] = {}
@@ -245,7 +247,10 @@ class LiveCapture:
                     max(0.0, min(WAKE, self.stop_at - time.monotonic()))
                 ready, _, _ = select.select(fds, [], [], wait)
                 if not ready and self.writer is not None:
-                    self.writer.flush()  # idle: what was written is readable in the file
+                    try:
+                        self.writer.flush()  # idle: what was written is readable in the file
+                    except CaptureError as exc:
+                        self._write_failed(exc)
                 for fd in ready:
                     yield from read(*by_fd[fd], BATCH, None)
                 if time.monotonic() - self._counted >= 1.0:
@@ -300,9 +305,21 @@ class LiveCapture:
                 stats.packets += 1
                 link_types[lt] = link_types.get(lt, 0) + 1
                 if write is not None:
-                    write(index, ts, buf, h.len)
+                    try:
+                        write(index, ts, buf, h.len)
+                    except CaptureError as exc:
+                        self._write_failed(exc)
+                        write = None
                 yield frame, ts, lt, buf, 0, caplen, h.len
         return read
+
+    def _write_failed(self, exc: CaptureError) -> None:
+        """The -w file cannot be written (disk full, removed): the capture stops there,
+        as dumpcap's does, and says why (`write_error`); what was captured is still
+        analysed and summarised."""
+        self.write_error = str(exc)
+        self.writer = None
+        self._stopped = True
 
     def _failed(self, handle: _Handle, rc: int) -> None:
         """pcap_next_ex's error (the interface went down): said, and the capture ends."""

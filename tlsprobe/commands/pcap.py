@@ -382,8 +382,7 @@ def _run_live(args: argparse.Namespace) -> int:
     finally:
         analysis.close()
         capture.close()
-        if writer is not None:
-            writer.close()
+        write_error = pcap_live.close_writer(capture, writer)
         output.flush()
         sinks.close()
     broken = _warn(analysis.name, summary, args.full)
@@ -395,6 +394,10 @@ def _run_live(args: argparse.Namespace) -> int:
         from tlsprobe.commands.common import written_to
         with written_to("--plot", args.plot):
             sinks.timeline.write(args.plot)
+    if write_error is not None:
+        print(f"tlsprobe: {shown(write_error)}: the capture stopped there (the file holds "
+              "the packets written before, each whole)", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 

@@ -4,7 +4,9 @@ request and analysis, Ctrl-C as "stop and summarise", the summary line on stderr
 Exit codes of a live capture: 0 (stopped by -c, --duration or Ctrl-C, nothing lost),
 2 when the capture cannot start (no such interface: the ones there are are listed; no
 permission: the capabilities needed; an invalid filter: libpcap's message; libpcap or
-scapy missing), 7 when packets were dropped by the kernel, libpcap or the interface
+scapy missing), and when the -w file cannot be written (the disk full: the capture stops
+there, what it captured is reported and summarised, the file keeps the packets written
+whole before), 7 when packets were dropped by the kernel, libpcap or the interface
 (counted in the summary, in --stats and the JSON, and noted on connections with gaps).
 """
 
@@ -96,6 +98,18 @@ def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec
     return capture, analysis, writer
 
 
+def close_writer(capture: LiveCapture, writer: RingWriter | None) -> str | None:
+    """Close the -w file (its statistics blocks); why writing it failed, or None."""
+    if writer is None:
+        return None
+    from tlsprobe.capture.events import CaptureError
+    try:
+        writer.close()
+    except CaptureError as exc:
+        return capture.write_error or str(exc)
+    return capture.write_error
+
+
 @contextmanager
 def stopped_by_signals(capture: LiveCapture) -> Iterator[None]:
     """Ctrl-C (SIGINT) and SIGTERM stop the capture: what was captured is analysed to
@@ -158,6 +172,7 @@ def report_start(capture: LiveCapture) -> None:
 
 __all__ = [
     "check_live_args",
+    "close_writer",
     "deadline",
     "interrupted_by_signals",
     "open_live",
