@@ -76,3 +76,18 @@ def test_a_full_disk_stops_the_capture_with_its_summary_and_a_whole_file(
     assert code == 0, err
     assert 1 <= sum('"kind": "connection"' in line for line in out.splitlines()) <= \
         capture["reported"]
+
+
+def test_keys_past_a_finished_key_logs_limits_are_said(run_cli: Any, tmp_path: Path) -> None:
+    """A finished key log holding 100,000 other sessions before the capture's keys: those
+    keys are past its limit and not read, and a note says so (the connection was left
+    undecrypted with nothing said, as if no key had been logged)."""
+    keys = tmp_path / "keys.log"
+    with keys.open("w") as log:
+        log.writelines(f"CLIENT_RANDOM {i:064x} {'ab' * 48}\n" for i in range(100_000))
+        log.write(KEYS.read_text())
+    code, out, err = run_cli("pcap", str(CAPTURE), "--keylog", str(keys), "--jsonl",
+                             "--no-progress")
+    assert code == 0, err
+    assert [json.loads(line)["decrypted"] for line in out.splitlines()[:-1]] == [False]
+    assert "line(s) past 100000 sessions were not taken (the key log's limits)" in err, err
