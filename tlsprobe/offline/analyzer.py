@@ -277,7 +277,8 @@ class CaptureAnalysis:
             merged = KeyLog(dict(self.keylog.sessions), self.keylog.bad_lines,
                             self.keylog.skipped_lines, self.keylog.dropped,
                             {**self.keylog.session_ids, **embedded.session_ids},
-                            self.keylog.source, self.keylog.follower)
+                            self.keylog.source, self.keylog.follower, self.keylog.cut,
+                            self.keylog.forgotten)
             for random, secrets in embedded.sessions.items():
                 merged.sessions.setdefault(random, {}).update(secrets)
             self.keylog = merged
