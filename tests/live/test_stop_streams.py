@@ -11,6 +11,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,39 @@ def test_follow_ends_by_ctrl_c_or_duration_with_the_summary(how: str,
     assert code == 0, err
     assert [line["kind"] for line in lines] == ["capture"]
     assert lines[0]["reported"] == 1 and "Traceback" not in err
+
+
+def _stops_by_signal(pid: int) -> bool:
+    """Whether the process has its own SIGTERM handler yet (tlsprobe's, set while it reads
+    a capture still coming: /proc's SigCgt mask, bit 15)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize("source, sig", [("stdin", signal.SIGINT),
+                                         ("follow", signal.SIGTERM)])
+def test_a_stop_before_the_header_came_is_summarised(source: str, sig: int,
+                                                     tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM while stdin or a followed file has not given the capture's header
+    yet (tcpdump -w FILE without -U leaves it empty a while): one line saying nothing was
+    read and the capture record, as a stop by --duration there gives (it was 'tlsprobe:
+    interrupted', exit 130, no record)."""
+    read_end, write_end = os.pipe()
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    try:
+        proc = tlsprobe(*(["-"] if source == "stdin" else ["--follow", str(empty)]),
+                        stdin=read_end)
+        waited = 0.0
+        while not _stops_by_signal(proc.pid) and proc.poll() is None and waited < DEADLINE:
+            time.sleep(0.05)
+            waited += 0.05
+        proc.send_signal(sig)
+        code, lines, err = finish(proc)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "stopped before the capture's header came" in err, err
+    assert [(line["kind"], bool(line["error"])) for line in lines] == [("capture", True)]

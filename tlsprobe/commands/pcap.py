@@ -433,7 +433,15 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
         # decided (as a live capture's), not when it closes
         opts = dataclasses.replace(options, report_when_decided=True) \
             if path == "-" or request.follow else options
-        yield open_capture(path, name, opts, None if update is None else Progress(update))
+        try:
+            opened = open_capture(path, name, opts, None if update is None else Progress(update))
+        except KeyboardInterrupt:
+            if not (request.follow or tuple(request.files) == ("-",)):
+                raise
+            # Ctrl-C or SIGTERM before the header of a capture still coming (stdin, a
+            # followed file still empty): its summary, as a stop by --duration gives
+            opened = None, "stopped before the capture's header came: nothing was read"
+        yield opened
 
 
 def _warn(name: str, summary: CaptureSummary, full: bool = False) -> bool:
