@@ -391,12 +391,17 @@ def _outcome_rows(r: ConnectionReport) -> list[Row]:
                        (("JA3", fp.ja3), ("JA3S", fp.ja3s), ("JA4", fp.ja4)) if value]
     rows.append(("Handshake", _state(r)))
     t = r.timings
+    # a TCP connection without its close was reported when its handshake was decided (a
+    # live capture, stdin, --follow): its time and bytes are those until then
+    so_far = " so far (open when reported)" if r.close is None and r.transport == "tcp" \
+        else ""
     parts = [f"{name} {v:.1f} ms" for name, v in (("to ServerHello", t.server_hello_ms),
              ("handshake", t.handshake_ms), ("connection", t.duration_ms)) if v is not None]
     if parts:
-        rows.append(("Timing", ", ".join(parts)))
+        rows.append(("Timing", ", ".join(parts) + (so_far if t.duration_ms is not None
+                                                   else "")))
     rows.append(("Bytes", f"client {r.client_bytes}, server {r.server_bytes}"
-                 + (f", {r.gap_bytes} not captured" if r.gap_bytes else "")))
+                 + (f", {r.gap_bytes} not captured" if r.gap_bytes else "") + so_far))
     rows.extend(("Problem", p) for p in r.problems)
     return rows
 
