@@ -26,6 +26,8 @@ from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
+    from tlsprobe.capture.live import LiveCapture
+    from tlsprobe.capture.ring import RingWriter
     from tlsprobe.commands.pcap_output import Output
     from tlsprobe.model.capture import (
         BriefReport,
@@ -359,25 +361,36 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_live(args: argparse.Namespace) -> int:
     """`pcap -i IFACE`: rows as handshakes are decided until -c, --duration or Ctrl-C;
-    then the summary (commands/pcap_live.py has the exit codes)."""
+    then the summary (commands/pcap_live.py has the exit codes). Ctrl-C and SIGTERM stop
+    the capture from before it opens to the end of its summary."""
     from tlsprobe.commands import pcap_live
-    from tlsprobe.commands.pcap_output import Output
     ring = pcap_live.check_live_args(args)
     request, options = _options(args)
     sinks = _Sinks(args)
     start = time.monotonic()
-    opened = pcap_live.open_live(args, options, ring)
-    if isinstance(opened, str):
-        print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
-        sinks.close()
-        return EXIT_USAGE
+    signals = pcap_live.StopSignals()
+    with signals.installed():
+        opened = pcap_live.open_live(args, options, ring)
+        if isinstance(opened, str):
+            print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
+            sinks.close()
+            return EXIT_USAGE
+        signals.attach(opened[0])
+        return _capture_live(args, request, opened, sinks, start)
+
+
+def _capture_live(args: argparse.Namespace, request: CaptureRequest,
+                  opened: tuple[LiveCapture, CaptureAnalysis, RingWriter | None],
+                  sinks: _Sinks, start: float) -> int:
+    """The opened live capture's rows, then its summary; the exit code."""
+    from tlsprobe.commands import pcap_live
+    from tlsprobe.commands.pcap_output import Output
     capture, analysis, writer = opened
     output = Output(args, sys.stdout, streaming=True)
-    pcap_live.report_start(capture)
     try:
-        with pcap_live.stopped_by_signals(capture):
-            summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
-                                limit=args.count)
+        pcap_live.report_start(capture)
+        summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
+                            limit=args.count)
         live = analysis.stream.stats.live   # the counts the summary has (not recounted)
     finally:
         analysis.close()

@@ -110,17 +110,35 @@ def close_writer(capture: LiveCapture, writer: RingWriter | None) -> str | None:
     return capture.write_error
 
 
-@contextmanager
-def stopped_by_signals(capture: LiveCapture) -> Iterator[None]:
+class StopSignals:
     """Ctrl-C (SIGINT) and SIGTERM stop the capture: what was captured is analysed to
-    the end and summarised (exit 0); a second Ctrl-C interrupts at once (exit 130)."""
-    def stop(signum: int, frame: FrameType | None) -> None:
-        if capture.stopped and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        capture.stop()
+    the end and summarised (exit 0); a second Ctrl-C interrupts at once (exit 130). Set
+    from before the capture opens to after its summary (`installed`): a signal while it
+    opens stops it as soon as it is `attach`ed, and one just after the "capturing on"
+    line (which scripts wait for) is no longer the default SIGTERM that killed the
+    process without its summary or -w file."""
 
-    with _on_stop_signals(stop):
-        yield
+    def __init__(self) -> None:
+        self.capture: LiveCapture | None = None
+        self.asked = False
+
+    def attach(self, capture: LiveCapture) -> None:
+        self.capture = capture
+        if self.asked:
+            capture.stop()
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        capture = self.capture
+        if self.asked and signum == signal.SIGINT and (capture is None or capture.stopped):
+            raise KeyboardInterrupt
+        self.asked = True
+        if capture is not None:
+            capture.stop()
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        with _on_stop_signals(self._stop):
+            yield
 
 
 @contextmanager
@@ -171,13 +189,13 @@ def report_start(capture: LiveCapture) -> None:
 
 
 __all__ = [
+    "StopSignals",
     "check_live_args",
     "close_writer",
     "deadline",
     "interrupted_by_signals",
     "open_live",
     "report_start",
-    "stopped_by_signals",
     "streamed_input",
     "summary_line",
 ]
