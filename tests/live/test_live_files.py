@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,20 @@ def test_keys_past_a_finished_key_logs_limits_are_said(run_cli: Any, tmp_path: P
     assert code == 0, err
     assert [json.loads(line)["decrypted"] for line in out.splitlines()[:-1]] == [False]
     assert "line(s) past 100000 sessions were not taken (the key log's limits)" in err, err
+
+
+@pytest.mark.parametrize("args, line", [
+    (["pcap", "-"], "tlsprobe: <stdin>: cannot read stdin: it is closed"),
+    (["pcap", "-", "--duration", "5", "--jsonl"],
+     "tlsprobe: <stdin>: cannot read stdin: it is closed"),
+    (["scan", "-f", "-"], "tlsprobe: error: cannot read - (stdin): it is closed"),
+    (["survey", "-", "--out", "survey"], "tlsprobe: error: cannot read - (stdin): it is closed"),
+])
+def test_stdin_closed_is_one_line(tmp_path: Path, args: list[str], line: str) -> None:
+    """'-' in a process started with its stdin closed (`<&-`, a daemon's): Python has no
+    sys.stdin, and that is the input's one line, exit 2 (it was an internal error, 70)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    done = subprocess.run([sys.executable, "-m", "tlsprobe", *args], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60, check=False,
+                          preexec_fn=lambda: os.close(0))
+    assert (done.returncode, done.stderr) == (2, line + "\n")
