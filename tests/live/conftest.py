@@ -86,18 +86,15 @@ def live_pcap(tmp_path: Path) -> Iterator[Callable[..., LiveRun]]:
 
     def start(bpf: str, *args: str, iface: str = "lo", file_limit: int | None = None
               ) -> LiveRun:
-        """`file_limit`: the largest file the capture may write (RLIMIT_FSIZE, bytes): a
-        write past it fails with EFBIG, as one on a full disk with ENOSPC."""
+        """`file_limit`: the largest file the capture may write (RLIMIT_FSIZE, bytes, set
+        as it starts, long before its first write): a write past it fails with EFBIG, as
+        one on a full disk with ENOSPC."""
         env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", NO_COLOR="1")
-
-        def limit() -> None:
-            if file_limit is not None:
-                resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
-
         proc = subprocess.Popen(
             [sys.executable, "-m", "tlsprobe", "pcap", "-i", iface, "-f", bpf, *args],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
-            preexec_fn=limit if file_limit is not None else None)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+        if file_limit is not None:
+            resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (file_limit, file_limit))
         run = LiveRun(proc)
         runs.append(run)
         ready = threading.Event()

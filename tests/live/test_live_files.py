@@ -105,7 +105,7 @@ def test_stdin_closed_is_one_line(tmp_path: Path, args: list[str], line: str) ->
     """'-' in a process started with its stdin closed (`<&-`, a daemon's): Python has no
     sys.stdin, and that is the input's one line, exit 2 (it was an internal error, 70)."""
     env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
-    done = subprocess.run([sys.executable, "-m", "tlsprobe", *args], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=60, check=False,
-                          preexec_fn=lambda: os.close(0))
+    done = subprocess.run(["sh", "-c", 'exec "$@" <&-', "sh", sys.executable, "-m",
+                           "tlsprobe", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
     assert (done.returncode, done.stderr) == (2, line + "\n")
