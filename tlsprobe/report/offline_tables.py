@@ -212,11 +212,26 @@ STREAM_WIDTHS: Final = (7, 21, 21, 24, 16, 45, 21, 9, 8, 36)
 
 
 def _wrapped(cell: str, width: int) -> list[str]:
-    """The lines of a streamed cell: the cell when it fits, else wrapped to `width`."""
+    """The lines of a streamed cell: the cell when it fits, else wrapped to `width`. A cell
+    with escapes (text from the capture, `shown`: `\\x1b`, `\\n`, `\\xe2`) is cut
+    between them, never inside one, and keeps its spaces: "\\xa" then "ename" on the
+    next line read as other bytes than "\\xae" "name"."""
     if len(cell) <= width:
         return [cell]
+    if "\\" in cell:
+        import re
+        lines = [""]
+        for piece in re.findall(_ESCAPE_OR_CHAR, cell):
+            if len(lines[-1]) + len(piece) > width:
+                lines.append("")
+            lines[-1] += piece
+        return lines
     import textwrap
     return textwrap.wrap(cell, width, break_on_hyphens=False) or [cell[:width]]
+
+
+#: one escape of `shown` (or a doubled backslash), else one character
+_ESCAPE_OR_CHAR: Final = r"(?s)\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|."
 
 
 class StreamedTable:
