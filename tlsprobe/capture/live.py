@@ -33,6 +33,7 @@ from typing import Protocol
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, LiveCounts, Secrets
 from tlsprobe.capture.pcap import PacketRecord
+from tlsprobe.capture.pcapng import TICK_RECORD
 from tlsprobe.capture.source import OpenedSource
 
 DEFAULT_FILTER = "tcp or udp"
@@ -195,6 +196,7 @@ class LiveCapture:
         self.secrets: list[Secrets] = []   # the surface of a file's reader: none live
         self.link_types: dict[int, int] = {}
         self.stats: CaptureStats | None = None
+        self.last_ts = 0.0     # the last packet's time (a tick record's)
         self._stopped = False
         self._broken = False   # an interface failed (went down): nothing more is read
         self._counted = 0.0
@@ -246,11 +248,16 @@ class LiveCapture:
                 wait = WAKE if self.stop_at is None else \
                     max(0.0, min(WAKE, self.stop_at - time.monotonic()))
                 ready, _, _ = select.select(fds, [], [], wait)
-                if not ready and self.writer is not None:
-                    try:
-                        self.writer.flush()  # idle: what was written is readable in the file
-                    except CaptureError as exc:
-                        self._write_failed(exc)
+                if not ready:
+                    if self.writer is not None:
+                        try:
+                            self.writer.flush()  # idle: what was written is in the file
+                        except CaptureError as exc:
+                            self._write_failed(exc)
+                    # idle: capture time goes on (a reset connection's linger ends); the
+                    # record keeps the last packet's time, now is in microseconds as `orig`
+                    yield (stats.packets, self.last_ts, TICK_RECORD, b"", 0, 0,
+                           round(time.time() * 1e6))
                 for fd in ready:
                     yield from read(*by_fd[fd], BATCH, None)
                 if time.monotonic() - self._counted >= 1.0:
@@ -289,28 +296,32 @@ class LiveCapture:
             nonlocal frame
             lt, write = handle.link_type, \
                 self.writer.write if self.writer is not None else None
-            for _ in range(limit):
-                rc = next_ex(handle.pcap, hdr_ref, data_ref)
-                if rc != 1:
-                    if rc < 0:
-                        self._failed(handle, rc)
-                    return
-                h = header.contents
-                caplen = h.caplen
-                ts = h.ts.tv_sec + h.ts.tv_usec * 1e-6
-                if until is not None and ts > until:
-                    return
-                buf = string_at(data, caplen)
-                frame += 1
-                stats.packets += 1
-                link_types[lt] = link_types.get(lt, 0) + 1
-                if write is not None:
-                    try:
-                        write(index, ts, buf, h.len)
-                    except CaptureError as exc:
-                        self._write_failed(exc)
-                        write = None
-                yield frame, ts, lt, buf, 0, caplen, h.len
+            ts = self.last_ts
+            try:
+                for _ in range(limit):
+                    rc = next_ex(handle.pcap, hdr_ref, data_ref)
+                    if rc != 1:
+                        if rc < 0:
+                            self._failed(handle, rc)
+                        return
+                    h = header.contents
+                    caplen = h.caplen
+                    ts = h.ts.tv_sec + h.ts.tv_usec * 1e-6
+                    if until is not None and ts > until:
+                        return
+                    buf = string_at(data, caplen)
+                    frame += 1
+                    stats.packets += 1
+                    link_types[lt] = link_types.get(lt, 0) + 1
+                    if write is not None:
+                        try:
+                            write(index, ts, buf, h.len)
+                        except CaptureError as exc:
+                            self._write_failed(exc)
+                            write = None
+                    yield frame, ts, lt, buf, 0, caplen, h.len
+            finally:
+                self.last_ts = ts
         return read
 
     def _write_failed(self, exc: CaptureError) -> None:
