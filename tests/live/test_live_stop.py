@@ -119,7 +119,8 @@ def test_capture_live_api_yields_reports(tls_server: Any) -> None:
                                   {"interface": "lo", "bpf": "tcp port"},
                                   {"interface": "lo\x00"}, {"interface": []},
                                   {"interface": "lo", "count": 0},
-                                  {"interface": "lo", "duration": -1.0}])
+                                  {"interface": "lo", "duration": -1.0},
+                                  {"interface": ["any", "lo"]}])
 def test_capture_live_api_errors(args: dict[str, Any]) -> None:
     with pytest.raises(tlsprobe.TlsprobeError) as caught:
         tlsprobe.capture_live(**args)
