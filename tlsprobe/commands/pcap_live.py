@@ -113,10 +113,10 @@ def close_writer(capture: LiveCapture, writer: RingWriter | None) -> str | None:
 class StopSignals:
     """Ctrl-C (SIGINT) and SIGTERM stop the capture: what was captured is analysed to
     the end and summarised (exit 0); a second Ctrl-C interrupts at once (exit 130). Set
-    from before the capture opens to after its summary (`installed`): a signal while it
-    opens stops it as soon as it is `attach`ed, and one just after the "capturing on"
-    line (which scripts wait for) is no longer the default SIGTERM that killed the
-    process without its summary or -w file."""
+    from before the capture opens to after its summary (`installed`): one while it opens
+    (a -w FIFO with no reader yet blocks there) interrupts it (exit 130), and one just
+    after the "capturing on" line (which scripts wait for) is no longer the default
+    SIGTERM that killed the process without its summary or -w file."""
 
     def __init__(self) -> None:
         self.capture: LiveCapture | None = None
@@ -124,16 +124,13 @@ class StopSignals:
 
     def attach(self, capture: LiveCapture) -> None:
         self.capture = capture
-        if self.asked:
-            capture.stop()
 
     def _stop(self, signum: int, frame: FrameType | None) -> None:
         capture = self.capture
-        if self.asked and signum == signal.SIGINT and (capture is None or capture.stopped):
+        if capture is None or self.asked and signum == signal.SIGINT and capture.stopped:
             raise KeyboardInterrupt
         self.asked = True
-        if capture is not None:
-            capture.stop()
+        capture.stop()
 
     @contextmanager
     def installed(self) -> Iterator[None]:
