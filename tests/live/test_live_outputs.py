@@ -4,8 +4,8 @@ comes: its time and bytes are those until then, said so."""
 from __future__ import annotations
 
 import socket
-import struct
 import ssl
+import struct
 from typing import Any
 
 
