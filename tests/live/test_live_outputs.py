@@ -1,5 +1,6 @@
-"""What the text views of a live capture say about a connection still open when its row
-comes: its time and bytes are those until then, said so."""
+"""What the views of a live capture say: a connection still open when its row comes has
+its time and bytes until then, said so; a long escaped SNI wraps between its escapes; a
+failed handshake reset on a quiet link still has its row."""
 
 from __future__ import annotations
 

@@ -37,6 +37,9 @@ def check_live_args(args: argparse.Namespace) -> RingSpec | None:
     if args.files:
         raise UsageError("-i IFACE captures live: give no FILE with it (read captures in "
                          "another run)")
+    if args.follow:
+        raise UsageError("-i IFACE captures live and --follow FILE reads a file another "
+                         "program writes: give one of them")
     if args.jobs is not None or args.scheduler is not None:
         raise UsageError("-i IFACE is one live capture: --jobs and --scheduler read files")
     from tlsprobe.capture.ring import RingSpec
