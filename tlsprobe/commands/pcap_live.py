@@ -142,20 +142,36 @@ class StopSignals:
 
 
 @contextmanager
-def interrupted_by_signals(active: bool) -> Iterator[None]:
+def interrupted_by_signals(active: bool) -> Iterator[Reading]:
     """For a capture still coming (stdin, --follow): Ctrl-C (SIGINT) and SIGTERM raise
     KeyboardInterrupt, which ends the reading with the summary (exit 0), also where the
     process was started with SIGINT ignored (a background job of a shell without job
-    control, where Python leaves it ignored) and for SIGTERM, as for a live capture."""
+    control, where Python leaves it ignored) and for SIGTERM, as for a live capture. Once
+    the caller says the reading `ended`, until the block's end (the summary), there is
+    nothing left to stop: a signal is let pass, a second Ctrl-C interrupts (exit 130); the
+    default SIGTERM killed the process in the middle of its summary."""
+    reading = Reading()
     if not active:
-        yield
+        yield reading
         return
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
+        if reading.ended and not (reading.asked and signum == signal.SIGINT):
+            reading.asked = True
+            return
         raise KeyboardInterrupt
 
     with _on_stop_signals(interrupt):
-        yield
+        yield reading
+
+
+class Reading:
+    """`interrupted_by_signals`' state: whether the reading `ended` (the summary is being
+    written), whether a signal came since."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self.asked = False
 
 
 @contextmanager
@@ -189,6 +205,7 @@ def report_start(capture: LiveCapture) -> None:
 
 
 __all__ = [
+    "Reading",
     "StopSignals",
     "check_live_args",
     "close_writer",
