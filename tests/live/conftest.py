@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import resource
 import signal
 import subprocess
 import sys
@@ -83,11 +84,17 @@ def live_pcap(tmp_path: Path) -> Iterator[Callable[..., LiveRun]]:
     """Start `tlsprobe pcap -i lo -f FILTER *args`; stopped (by PID) at the end."""
     runs: list[LiveRun] = []
 
-    def start(bpf: str, *args: str, iface: str = "lo") -> LiveRun:
+    def start(bpf: str, *args: str, iface: str = "lo", file_limit: int | None = None
+              ) -> LiveRun:
+        """`file_limit`: the largest file the capture may write (RLIMIT_FSIZE, bytes, set
+        as it starts, long before its first write): a write past it fails with EFBIG, as
+        one on a full disk with ENOSPC."""
         env = dict(os.environ, PYTHONPATH=str(REPO), COLUMNS="200", NO_COLOR="1")
         proc = subprocess.Popen(
             [sys.executable, "-m", "tlsprobe", "pcap", "-i", iface, "-f", bpf, *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+        if file_limit is not None:
+            resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (file_limit, file_limit))
         run = LiveRun(proc)
         runs.append(run)
         ready = threading.Event()

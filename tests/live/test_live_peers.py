@@ -156,7 +156,7 @@ def test_quic_client_against_ngtcp2_server(certs: Any, live_pcap: Any, run_cli: 
 
 
 @pytest.mark.parametrize("bad", ["no_such_interface", "invalid_filter", "no_permission",
-                                 "unwritable_file"])
+                                 "unwritable_file", "any_and_lo", "follow_too"])
 def test_capture_that_cannot_start_is_one_line_and_exit_2(bad: str, tmp_path: Path) -> None:
     import os
     import sys
@@ -169,6 +169,10 @@ def test_capture_that_cannot_start_is_one_line_and_exit_2(bad: str, tmp_path: Pa
         argv[7] = "tcp port"
     elif bad == "unwritable_file":
         argv += ["-w", str(tmp_path / "missing" / "w.pcapng")]
+    elif bad == "any_and_lo":   # any has lo: each packet read twice, each row twice
+        argv += ["-i", "any"]
+    elif bad == "follow_too":
+        argv += ["--follow"]
     else:
         setpriv = shutil.which("setpriv")
         assert setpriv is not None, "setpriv (util-linux) is needed to drop capabilities"
@@ -182,7 +186,11 @@ def test_capture_that_cannot_start_is_one_line_and_exit_2(bad: str, tmp_path: Pa
                 "invalid_filter": "invalid capture filter 'tcp port': ",
                 "no_permission": "CAP_NET_RAW and CAP_NET_ADMIN",
                 "unwritable_file": f"tlsprobe: -w {tmp_path}/missing/w.pcapng: No such file "
-                                   "or directory"}[bad]
+                                   "or directory",
+                "any_and_lo": "-i/--interface any already captures every interface: give "
+                              "it alone, or the interfaces without it",
+                "follow_too": "-i IFACE captures live and --follow FILE reads a file "
+                              "another program writes: give one of them"}[bad]
     assert expected in lines[0]
     assert lines[0].count(" -w ") <= 1   # the file named once
 

@@ -6,9 +6,11 @@ summary), the kernel's drop counts (reported, never silent), and the Python API'
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 
 import tlsprobe
 from tests.helpers.cpu import reaped_cpu
-from tests.live.conftest import run_client
+from tests.live.conftest import REPO, run_client
 from tlsprobe.capture import iter_stream_events
 from tlsprobe.capture.live import LiveCapture
 
@@ -117,7 +119,8 @@ def test_capture_live_api_yields_reports(tls_server: Any) -> None:
                                   {"interface": "lo", "bpf": "tcp port"},
                                   {"interface": "lo\x00"}, {"interface": []},
                                   {"interface": "lo", "count": 0},
-                                  {"interface": "lo", "duration": -1.0}])
+                                  {"interface": "lo", "duration": -1.0},
+                                  {"interface": ["any", "lo"]}])
 def test_capture_live_api_errors(args: dict[str, Any]) -> None:
     with pytest.raises(tlsprobe.TlsprobeError) as caught:
         tlsprobe.capture_live(**args)
@@ -243,3 +246,46 @@ def test_live_json_matches_the_shipped_schemas(tls_server: Any, live_pcap: Any,
     assert records[1]["capture"]["live"]["per_interface"][0]["interface"] == "lo"
     for record in records:
         assert_valid("pcap-connection", record, f"pcap -i lo --jsonl: {record['kind']}")
+
+
+def test_sigterm_right_after_the_capturing_line_still_summarises(tmp_path: Path) -> None:
+    """Scripts wait for the "capturing on" line, then may stop the capture at once. Here
+    stderr is a pipe this test filled, so that tlsprobe's write of that line waits: the
+    SIGTERM sent then is handled (the capture stops, the summary follows, exit 0, the -w
+    file whole); it was the default SIGTERM until the handler was set a moment after the
+    line, and it killed the process without its summary or the -w file's packets."""
+    with socket.socket() as unused:   # a port nothing talks to
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    written = tmp_path / "live.pcapng"
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(write_end, b"\0" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write_end, True)
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "pcap", "-i", "lo", "-f",
+                             f"tcp port {port}", "-w", str(written)],
+                            stdout=subprocess.DEVNULL, stderr=write_end, env=env)
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + 30
+        while "pipe_write" not in Path(f"/proc/{proc.pid}/wchan").read_text() and \
+                proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        with os.fdopen(read_end, "rb") as err_pipe:
+            err = err_pipe.read()[filled:].decode()
+        code = proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert code == 0, (code, err)
+    assert err.startswith("tlsprobe: capturing on lo") and "captured 0 packets" in err, err
+    assert subprocess.run(["tshark", "-r", str(written)], capture_output=True,
+                          timeout=60, check=False).returncode == 0

@@ -11,6 +11,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,76 @@ def test_follow_ends_by_ctrl_c_or_duration_with_the_summary(how: str,
     assert code == 0, err
     assert [line["kind"] for line in lines] == ["capture"]
     assert lines[0]["reported"] == 1 and "Traceback" not in err
+
+
+def _stops_by_signal(pid: int) -> bool:
+    """Whether the process has its own SIGTERM handler yet (tlsprobe's, set while it reads
+    a capture still coming: /proc's SigCgt mask, bit 15)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize("source, sig", [("stdin", signal.SIGINT),
+                                         ("follow", signal.SIGTERM)])
+def test_a_stop_before_the_header_came_is_summarised(source: str, sig: int,
+                                                     tmp_path: Path) -> None:
+    """Ctrl-C or SIGTERM while stdin or a followed file has not given the capture's header
+    yet (tcpdump -w FILE without -U leaves it empty a while): one line saying nothing was
+    read and the capture record, as a stop by --duration there gives (it was 'tlsprobe:
+    interrupted', exit 130, no record)."""
+    read_end, write_end = os.pipe()
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    try:
+        proc = tlsprobe(*(["-"] if source == "stdin" else ["--follow", str(empty)]),
+                        stdin=read_end)
+        waited = 0.0
+        while not _stops_by_signal(proc.pid) and proc.poll() is None and waited < DEADLINE:
+            time.sleep(0.05)
+            waited += 0.05
+        proc.send_signal(sig)
+        code, lines, err = finish(proc)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert code == 2, err
+    assert err.count("\n") == 1 and "stopped before the capture's header came" in err, err
+    assert [(line["kind"], bool(line["error"])) for line in lines] == [("capture", True)]
+
+
+def test_a_signal_during_the_summary_lets_it_finish() -> None:
+    """`pcap - --stats`: the reading is over (stdin ended) and the statistics are being
+    written to a pipe this test filled, so the write waits. A SIGTERM then has nothing to
+    stop: the statistics come whole, exit 0 (the default SIGTERM, set back as the reading
+    ended, killed the process in the middle of its summary)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(write_end, b"\0" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write_end, True)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    with (CAPTURES / "tls13_x25519.pcap").open("rb") as capture:
+        proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "pcap", "-", "--stats"],
+                                stdin=capture, stdout=write_end, stderr=subprocess.PIPE,
+                                env=env, cwd=REPO)
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while "pipe_write" not in Path(f"/proc/{proc.pid}/wchan").read_text() and \
+                proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        with os.fdopen(read_end, "rb") as out_pipe:
+            out = out_pipe.read()[filled:].decode()
+        code = proc.wait(DEADLINE)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert code == 0, (code, out)
+    assert out.startswith("Versions (1 connection)") and "Groups (1 connection)" in out, out

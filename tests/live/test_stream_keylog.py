@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers.capbuild import pcap_jsonl, tshark_fields
 from tests.live.conftest import run_client
 
@@ -60,3 +62,29 @@ def test_the_ring_of_a_live_capture_turns_and_each_file_reads_back(
         assert path.stat().st_size <= 6000 or len(frames) == 1
         code, _conns, [summary], err = pcap_jsonl(run_cli, path)
         assert summary["packets"] == len(frames) and summary["warnings"] == [], err
+
+
+@pytest.mark.parametrize("earlier", ["sessions", "bytes"])
+def test_a_long_growing_key_log_still_gives_the_newest_keys(
+        tls_server: Any, live_pcap: Any, tmp_path: Path, earlier: str) -> None:
+    """A browser's SSLKEYLOGFILE in a long live capture: 100,000 sessions, or 65 MiB, logged
+    before this connection (the finished file's limits). The keys the client logs now are
+    still read and used: the growing log forgot its oldest sessions (it refused the new
+    ones) and reads past 64 MiB (it stopped there), and the row said "not decrypted"."""
+    keys = tmp_path / "sslkeylog.txt"
+    with keys.open("w") as log:
+        if earlier == "sessions":
+            log.writelines(f"CLIENT_RANDOM {i:064x} {'ab' * 48}\n" for i in range(100_000))
+        else:
+            line = "# " + "x" * 1000 + "\n"
+            log.writelines(line for _ in range((65 << 20) // len(line) + 1))
+    server = tls_server("openssl")
+    run = live_pcap(f"tcp port {server.port}", "--jsonl", "--keylog", str(keys), "-c", "1")
+    run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}", "-tls1_3",
+                "-keylogfile", str(keys)])
+    got = run.next_record(timeout=30.0)
+    assert got is not None, "no row: " + "".join(run.stderr)
+    code, _lines, err = run.finish()
+    assert code == 0, err
+    assert got[1]["decrypted"] is True, got[1]["problems"]
+    assert got[1]["certificates"], got[1]

@@ -33,6 +33,7 @@ from typing import Protocol
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, LiveCounts, Secrets
 from tlsprobe.capture.pcap import PacketRecord
+from tlsprobe.capture.pcapng import TICK_RECORD
 from tlsprobe.capture.source import OpenedSource
 
 DEFAULT_FILTER = "tcp or udp"
@@ -189,10 +190,13 @@ class LiveCapture:
         self.bpf = bpf
         self.stop_at = stop_at
         self.writer: PacketWriter | None = None
+        #: why writing the packets (-w) failed (disk full): the capture then stopped
+        self.write_error: str | None = None
         self.name = ",".join(self.interfaces)
         self.secrets: list[Secrets] = []   # the surface of a file's reader: none live
         self.link_types: dict[int, int] = {}
         self.stats: CaptureStats | None = None
+        self.last_ts = 0.0     # the last packet's time (a tick record's)
         self._stopped = False
         self._broken = False   # an interface failed (went down): nothing more is read
         self._counted = 0.0
@@ -244,8 +248,16 @@ class LiveCapture:
                 wait = WAKE if self.stop_at is None else \
                     max(0.0, min(WAKE, self.stop_at - time.monotonic()))
                 ready, _, _ = select.select(fds, [], [], wait)
-                if not ready and self.writer is not None:
-                    self.writer.flush()  # idle: what was written is readable in the file
+                if not ready:
+                    if self.writer is not None:
+                        try:
+                            self.writer.flush()  # idle: what was written is in the file
+                        except CaptureError as exc:
+                            self._write_failed(exc)
+                    # idle: capture time goes on (a reset connection's linger ends); the
+                    # record keeps the last packet's time, now is in microseconds as `orig`
+                    yield (stats.packets, self.last_ts, TICK_RECORD, b"", 0, 0,
+                           round(time.time() * 1e6))
                 for fd in ready:
                     yield from read(*by_fd[fd], BATCH, None)
                 if time.monotonic() - self._counted >= 1.0:
@@ -284,25 +296,41 @@ class LiveCapture:
             nonlocal frame
             lt, write = handle.link_type, \
                 self.writer.write if self.writer is not None else None
-            for _ in range(limit):
-                rc = next_ex(handle.pcap, hdr_ref, data_ref)
-                if rc != 1:
-                    if rc < 0:
-                        self._failed(handle, rc)
-                    return
-                h = header.contents
-                caplen = h.caplen
-                ts = h.ts.tv_sec + h.ts.tv_usec * 1e-6
-                if until is not None and ts > until:
-                    return
-                buf = string_at(data, caplen)
-                frame += 1
-                stats.packets += 1
-                link_types[lt] = link_types.get(lt, 0) + 1
-                if write is not None:
-                    write(index, ts, buf, h.len)
-                yield frame, ts, lt, buf, 0, caplen, h.len
+            ts = self.last_ts
+            try:
+                for _ in range(limit):
+                    rc = next_ex(handle.pcap, hdr_ref, data_ref)
+                    if rc != 1:
+                        if rc < 0:
+                            self._failed(handle, rc)
+                        return
+                    h = header.contents
+                    caplen = h.caplen
+                    ts = h.ts.tv_sec + h.ts.tv_usec * 1e-6
+                    if until is not None and ts > until:
+                        return
+                    buf = string_at(data, caplen)
+                    frame += 1
+                    stats.packets += 1
+                    link_types[lt] = link_types.get(lt, 0) + 1
+                    if write is not None:
+                        try:
+                            write(index, ts, buf, h.len)
+                        except CaptureError as exc:
+                            self._write_failed(exc)
+                            write = None
+                    yield frame, ts, lt, buf, 0, caplen, h.len
+            finally:
+                self.last_ts = ts
         return read
+
+    def _write_failed(self, exc: CaptureError) -> None:
+        """The -w file cannot be written (disk full, removed): the capture stops there,
+        as dumpcap's does, and says why (`write_error`); what was captured is still
+        analysed and summarised."""
+        self.write_error = str(exc)
+        self.writer = None
+        self._stopped = True
 
     def _failed(self, handle: _Handle, rc: int) -> None:
         """pcap_next_ex's error (the interface went down): said, and the capture ends."""

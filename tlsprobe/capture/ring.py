@@ -29,11 +29,12 @@ full, file removed from under us) raises `CaptureError` naming the file, once.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Self
+from typing import BinaryIO, NoReturn, Self
 
 from tlsprobe._version import __version__
 from tlsprobe.capture.events import CaptureError
@@ -168,6 +169,7 @@ class RingWriter:
         self._stats_room = _ISB_MAX * len(self.interfaces)
         self._out: BinaryIO | None = None
         self._size = 0           # bytes in the current file
+        self._whole = 0          # of them, those known to be in the file (flushed)
         self._in_file = 0        # packets in the current file
         self._number = 0         # the current file's number in the ring
         self._next_flush = 0.0
@@ -231,6 +233,7 @@ class RingWriter:
                 self._out.flush()
             except OSError as exc:
                 self._failed(exc)
+            self._whole = self._size
 
     def close(self) -> None:
         """End the current file with its statistics blocks. Runs once."""
@@ -272,6 +275,7 @@ class RingWriter:
             raise CaptureError(f"-w {path}: {exc.strerror or exc}") from None
         self.files.append(path)
         self._size = len(self._header)
+        self._whole = 0
         self._in_file = 0
         keep = self.spec.files
         while keep is not None and len(self.files) > keep:
@@ -293,10 +297,14 @@ class RingWriter:
         if out is None:
             return
         try:
+            if out.tell() != self._size:    # a packet's write interrupted (a second Ctrl-C)
+                out.seek(self._size)
+                out.truncate()
             out.write(self._statistics())
             out.close()
         except OSError as exc:
-            raise CaptureError(f"-w {self.files[-1]}: {exc.strerror or exc}") from None
+            self._out = out
+            self._failed(exc)
 
     def _statistics(self) -> bytes:
         """One Interface Statistics Block per interface: the counts known now."""
@@ -316,13 +324,38 @@ class RingWriter:
                                  + _options(*opts)))
         return b"".join(blocks)
 
-    def _failed(self, exc: OSError) -> None:
+    def _failed(self, exc: OSError) -> NoReturn:
+        """A write that failed (disk full, file gone): the file is cut after its last whole
+        block, so that it still reads to its end (tshark: no "cut short in the middle of a
+        packet"), and nothing more is written."""
         path = self.files[-1] if self.files else self.spec.path
         out, self._out = self._out, None
         self._closed = True
         if out is not None:
             try:
-                out.close()
+                out.close()     # (its descriptor is closed even when the flush fails)
             except OSError:
                 pass
+            _cut_to_whole_blocks(path, self._whole)
         raise CaptureError(f"-w {path}: {exc.strerror or exc}") from None
+
+
+def _cut_to_whole_blocks(path: str, start: int) -> None:
+    """Truncate `path` after its last whole pcapng block, looked for from `start` (the end
+    of a block: what was flushed before). Best effort: an error leaves the file as it is,
+    and so is anything but a regular file (/dev/full reads forever)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+        with open(path, "r+b") as f:
+            f.seek(start)
+            data = f.read()
+            end = 0
+            while end + 12 <= len(data):
+                (length,) = struct.unpack_from("<I", data, end + 4)
+                if length < 12 or length % 4 or end + length > len(data):
+                    break
+                end += length
+            f.truncate(start + end)
+    except OSError:
+        pass

@@ -243,6 +243,8 @@ def open_source(source: CaptureSource, head_size: int = 4) -> OpenedSource:
     if isinstance(source, (str, os.PathLike)):
         name = os.fsdecode(source)
         if name == "-":
+            if sys.stdin is None:   # started with stdin closed (`<&-`)
+                raise CaptureError("cannot read stdin: it is closed")
             raw: _Readable = sys.stdin.buffer
             name = "<stdin>"
         else:

@@ -35,7 +35,7 @@ from tlsprobe.capture.live import LiveCapture
 from tlsprobe.capture.netmon import NetmonReader
 from tlsprobe.capture.ngloop import PacketLoop
 from tlsprobe.capture.pcap import PacketRecord, PcapReader
-from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader
+from tlsprobe.capture.pcapng import SECRETS_RECORD, TICK_RECORD, PcapngReader
 from tlsprobe.capture.readers import open_reader
 from tlsprobe.capture.source import CaptureSource
 from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, ip_text
@@ -329,6 +329,9 @@ class CaptureStream(PacketLoop):
         snaplen cut it)."""
         if lt == SECRETS_RECORD:
             self._out.append(self._reader.secrets[-1])
+            return
+        if lt == TICK_RECORD:   # a live capture idle: `orig` is now, in microseconds
+            self._tcp.tick(orig * 1e-6, frame)
             return
         r = ether(buf, start, end, 0) if lt == 1 else decode(lt, buf, start, end)
         if isinstance(r, str):

@@ -103,7 +103,9 @@ def streaming_source(source: str, follow: bool, stop_at: float | None) -> FdStre
 
 def open_stdin(stop_at: float | None = None) -> FdStream:
     """Standard input as a stream (its descriptor, read directly: nothing of it may have been
-    read through `sys.stdin` before)."""
+    read through `sys.stdin` before); CaptureError when the process has none (`<&-`)."""
+    if sys.stdin is None:
+        raise CaptureError("cannot read stdin: it is closed")
     return FdStream(sys.stdin.fileno(), "<stdin>", stop_at)
 
 

@@ -250,6 +250,14 @@ class TcpTracker(Eviction):
             self.flush(half, ts, frame)
         self._resets.append(conn)
 
+    def tick(self, ts: float, frame: int) -> None:
+        """Capture time reached `ts` with no packet (a live capture idle): the reset
+        connections whose linger is over close now, not at the next SYN, FIN or RST (a
+        client that reset a failed handshake on a quiet link was reported only when the
+        capture stopped). `frame`: the last packet's number."""
+        if self._resets:
+            self._sweep_resets(ts)
+
     def _sweep_resets(self, ts: float) -> None:
         """Close the reset connections whose linger time has passed."""
         resets = self._resets

@@ -16,7 +16,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
@@ -262,6 +262,9 @@ def add_json_out_argument(g: argparse._ArgumentGroup | argparse.ArgumentParser,
 #: the options that name a file a command writes (or, `pcap --keylog`, reads beside them)
 OUTPUT_FILES = ("json_out", "html", "csv", "sarif", "junit", "msg", "pcap_out", "keylog",
                 "plot", "jsonl", "parquet")
+#: those of OUTPUT_FILES that may name a file another option reads too (`pcap --keylog` is
+#: read; the probe's appends, and no other option of the probe reads a file)
+READ_FILES = ("keylog",)
 
 
 def check_json_out(args: argparse.Namespace) -> None:
@@ -274,20 +277,33 @@ def check_json_out(args: argparse.Namespace) -> None:
         check_writable(path, "--json-out")
 
 
-def distinct_files(args: argparse.Namespace) -> None:
-    """Two file options naming one file (`--sarif r --junit r`): the second written would
-    replace the first in silence, so it is a usage error before any work."""
-    seen: dict[str, str] = {}
+def distinct_files(args: argparse.Namespace, inputs: Sequence[tuple[str, str]] = (),
+                   outputs: Sequence[tuple[str, str]] = ()) -> None:
+    """Two file options naming one file (`--sarif r --junit r`), or one the command writes
+    naming one it reads: the second written would replace the first in silence, so it is
+    a usage error before any work. `inputs` and `outputs`: the command's own (label, path)
+    pairs beside its file options, such as the captures `pcap` reads (`pcap cap.pcap --csv
+    cap.pcap` emptied the capture) or its `-w` file (which replaced the `--keylog` being
+    read). Files that are only read may be one file."""
+    named = [(label, path, True) for label, path in inputs if path and path != "-"]
     for dest in OUTPUT_FILES:
         path = getattr(args, dest, None)
-        if not isinstance(path, str) or not path:
-            continue        # not given, or a flag of that name (probe --msg)
-        option = "--" + dest.replace("_", "-")
-        key = os.path.realpath(path)
-        if key in seen:
-            raise UsageError(f"{seen[key]} and {option} name the same file {path}: give "
+        if isinstance(path, str) and path:   # not a flag of that name (probe --msg)
+            named.append(("--" + dest.replace("_", "-"), path, dest in READ_FILES))
+    named += [(label, path, False) for label, path in outputs if path and path != "-"]
+    seen: dict[object, tuple[str, bool]] = {}
+    for option, path, read in named:
+        key: object = os.path.realpath(path)
+        try:
+            info = os.stat(path)
+            key = (info.st_dev, info.st_ino)    # a hard link is the same file too
+        except OSError:
+            pass        # not there yet: its path tells
+        first = seen.get(key)
+        if first is not None and not (read and first[1]):
+            raise UsageError(f"{first[0]} and {option} name the same file {path}: give "
                              "each its own")
-        seen[key] = option
+        seen.setdefault(key, (option, read))
 
 
 def write_json_out(path: str, documents: list[str]) -> None:

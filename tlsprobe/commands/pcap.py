@@ -26,6 +26,8 @@ from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
+    from tlsprobe.capture.live import LiveCapture
+    from tlsprobe.capture.ring import RingWriter
     from tlsprobe.commands.pcap_output import Output
     from tlsprobe.model.capture import (
         BriefReport,
@@ -161,6 +163,11 @@ def _options(args: argparse.Namespace, stop_at: float | None = None
                          "other (the JSON holds every detail)")
     if args.plot and not args.stats:
         raise UsageError("--plot draws the --stats summary: add --stats")
+    from tlsprobe.commands.common import distinct_files
+    # what is written (--csv, --plot, -w without a ring) replaces no capture or key log
+    # that is read, nor another output
+    distinct_files(args, [("FILE", path) for path in args.files],
+                   [("-w", args.write)] if args.write and args.ring_size is None else [])
     from tlsprobe.report.csv_out import check_writable
     if args.csv:
         check_writable(args.csv, "--csv")
@@ -328,25 +335,26 @@ def run(args: argparse.Namespace) -> int:
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
-    try:
-        with pcap_live.interrupted_by_signals(streaming):
+    with pcap_live.interrupted_by_signals(streaming) as reading:
+        try:
             broken, unreadable = _read_all(request, opened, output, sinks, args, streaming)
-    finally:
-        opened.close()  # stopped early: the worker processes go too
-        bar.stop()
-        output.flush()  # what was read stays written, even when interrupted
-        sinks.close()
-    # the table or statistics written at the end make many objects and no cycles: the
-    # collector would only scan them (once up to 0.14 s on 71,000 rows, in some runs)
-    gc.disable()
-    try:
-        output.finish(sinks.stats, sinks.summaries)
-    finally:
-        gc.enable()
-    if sinks.timeline is not None:
-        from tlsprobe.commands.common import written_to
-        with written_to("--plot", args.plot):
-            sinks.timeline.write(args.plot)
+        finally:
+            reading.ended = True
+            opened.close()  # stopped early: the worker processes go too
+            bar.stop()
+            output.flush()  # what was read stays written, even when interrupted
+            sinks.close()
+        # the table or statistics written at the end make many objects and no cycles: the
+        # collector would only scan them (once up to 0.14 s on 71,000 rows, in some runs)
+        gc.disable()
+        try:
+            output.finish(sinks.stats, sinks.summaries)
+        finally:
+            gc.enable()
+        if sinks.timeline is not None:
+            from tlsprobe.commands.common import written_to
+            with written_to("--plot", args.plot):
+                sinks.timeline.write(args.plot)
     if unreadable:
         return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
@@ -354,31 +362,41 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_live(args: argparse.Namespace) -> int:
     """`pcap -i IFACE`: rows as handshakes are decided until -c, --duration or Ctrl-C;
-    then the summary (commands/pcap_live.py has the exit codes)."""
+    then the summary (commands/pcap_live.py has the exit codes). Ctrl-C and SIGTERM stop
+    the capture from before it opens to the end of its summary."""
     from tlsprobe.commands import pcap_live
-    from tlsprobe.commands.pcap_output import Output
     ring = pcap_live.check_live_args(args)
     request, options = _options(args)
     sinks = _Sinks(args)
     start = time.monotonic()
-    opened = pcap_live.open_live(args, options, ring)
-    if isinstance(opened, str):
-        print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
-        sinks.close()
-        return EXIT_USAGE
+    signals = pcap_live.StopSignals()
+    with signals.installed():
+        opened = pcap_live.open_live(args, options, ring)
+        if isinstance(opened, str):
+            print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
+            sinks.close()
+            return EXIT_USAGE
+        signals.attach(opened[0])
+        return _capture_live(args, request, opened, sinks, start)
+
+
+def _capture_live(args: argparse.Namespace, request: CaptureRequest,
+                  opened: tuple[LiveCapture, CaptureAnalysis, RingWriter | None],
+                  sinks: _Sinks, start: float) -> int:
+    """The opened live capture's rows, then its summary; the exit code."""
+    from tlsprobe.commands import pcap_live
+    from tlsprobe.commands.pcap_output import Output
     capture, analysis, writer = opened
     output = Output(args, sys.stdout, streaming=True)
-    pcap_live.report_start(capture)
     try:
-        with pcap_live.stopped_by_signals(capture):
-            summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
-                                limit=args.count)
+        pcap_live.report_start(capture)
+        summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
+                            limit=args.count)
         live = analysis.stream.stats.live   # the counts the summary has (not recounted)
     finally:
         analysis.close()
         capture.close()
-        if writer is not None:
-            writer.close()
+        write_error = pcap_live.close_writer(capture, writer)
         output.flush()
         sinks.close()
     broken = _warn(analysis.name, summary, args.full)
@@ -390,6 +408,10 @@ def _run_live(args: argparse.Namespace) -> int:
         from tlsprobe.commands.common import written_to
         with written_to("--plot", args.plot):
             sinks.timeline.write(args.plot)
+    if write_error is not None:
+        print(f"tlsprobe: {shown(write_error)}: the capture stopped there (the file holds "
+              "the packets written before, each whole)", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
 
 
@@ -425,7 +447,15 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
         # decided (as a live capture's), not when it closes
         opts = dataclasses.replace(options, report_when_decided=True) \
             if path == "-" or request.follow else options
-        yield open_capture(path, name, opts, None if update is None else Progress(update))
+        try:
+            opened = open_capture(path, name, opts, None if update is None else Progress(update))
+        except KeyboardInterrupt:
+            if not (request.follow or tuple(request.files) == ("-",)):
+                raise
+            # Ctrl-C or SIGTERM before the header of a capture still coming (stdin, a
+            # followed file still empty): its summary, as a stop by --duration gives
+            opened = None, "stopped before the capture's header came: nothing was read"
+        yield opened
 
 
 def _warn(name: str, summary: CaptureSummary, full: bool = False) -> bool:

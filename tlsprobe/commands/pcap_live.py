@@ -4,7 +4,9 @@ request and analysis, Ctrl-C as "stop and summarise", the summary line on stderr
 Exit codes of a live capture: 0 (stopped by -c, --duration or Ctrl-C, nothing lost),
 2 when the capture cannot start (no such interface: the ones there are are listed; no
 permission: the capabilities needed; an invalid filter: libpcap's message; libpcap or
-scapy missing), 7 when packets were dropped by the kernel, libpcap or the interface
+scapy missing), and when the -w file cannot be written (the disk full: the capture stops
+there, what it captured is reported and summarised, the file keeps the packets written
+whole before), 7 when packets were dropped by the kernel, libpcap or the interface
 (counted in the summary, in --stats and the JSON, and noted on connections with gaps).
 """
 
@@ -35,6 +37,9 @@ def check_live_args(args: argparse.Namespace) -> RingSpec | None:
     if args.files:
         raise UsageError("-i IFACE captures live: give no FILE with it (read captures in "
                          "another run)")
+    if args.follow:
+        raise UsageError("-i IFACE captures live and --follow FILE reads a file another "
+                         "program writes: give one of them")
     if args.jobs is not None or args.scheduler is not None:
         raise UsageError("-i IFACE is one live capture: --jobs and --scheduler read files")
     from tlsprobe.capture.ring import RingSpec
@@ -96,34 +101,77 @@ def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec
     return capture, analysis, writer
 
 
-@contextmanager
-def stopped_by_signals(capture: LiveCapture) -> Iterator[None]:
+def close_writer(capture: LiveCapture, writer: RingWriter | None) -> str | None:
+    """Close the -w file (its statistics blocks); why writing it failed, or None."""
+    if writer is None:
+        return None
+    from tlsprobe.capture.events import CaptureError
+    try:
+        writer.close()
+    except CaptureError as exc:
+        return capture.write_error or str(exc)
+    return capture.write_error
+
+
+class StopSignals:
     """Ctrl-C (SIGINT) and SIGTERM stop the capture: what was captured is analysed to
-    the end and summarised (exit 0); a second Ctrl-C interrupts at once (exit 130)."""
-    def stop(signum: int, frame: FrameType | None) -> None:
-        if capture.stopped and signum == signal.SIGINT:
+    the end and summarised (exit 0); a second Ctrl-C interrupts at once (exit 130). Set
+    from before the capture opens to after its summary (`installed`): one while it opens
+    (a -w FIFO with no reader yet blocks there) interrupts it (exit 130), and one just
+    after the "capturing on" line (which scripts wait for) is no longer the default
+    SIGTERM that killed the process without its summary or -w file."""
+
+    def __init__(self) -> None:
+        self.capture: LiveCapture | None = None
+        self.asked = False
+
+    def attach(self, capture: LiveCapture) -> None:
+        self.capture = capture
+
+    def _stop(self, signum: int, frame: FrameType | None) -> None:
+        capture = self.capture
+        if capture is None or self.asked and signum == signal.SIGINT and capture.stopped:
             raise KeyboardInterrupt
+        self.asked = True
         capture.stop()
 
-    with _on_stop_signals(stop):
-        yield
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        with _on_stop_signals(self._stop):
+            yield
 
 
 @contextmanager
-def interrupted_by_signals(active: bool) -> Iterator[None]:
+def interrupted_by_signals(active: bool) -> Iterator[Reading]:
     """For a capture still coming (stdin, --follow): Ctrl-C (SIGINT) and SIGTERM raise
     KeyboardInterrupt, which ends the reading with the summary (exit 0), also where the
     process was started with SIGINT ignored (a background job of a shell without job
-    control, where Python leaves it ignored) and for SIGTERM, as for a live capture."""
+    control, where Python leaves it ignored) and for SIGTERM, as for a live capture. Once
+    the caller says the reading `ended`, until the block's end (the summary), there is
+    nothing left to stop: a signal is let pass, a second Ctrl-C interrupts (exit 130); the
+    default SIGTERM killed the process in the middle of its summary."""
+    reading = Reading()
     if not active:
-        yield
+        yield reading
         return
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
+        if reading.ended and not (reading.asked and signum == signal.SIGINT):
+            reading.asked = True
+            return
         raise KeyboardInterrupt
 
     with _on_stop_signals(interrupt):
-        yield
+        yield reading
+
+
+class Reading:
+    """`interrupted_by_signals`' state: whether the reading `ended` (the summary is being
+    written), whether a signal came since."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self.asked = False
 
 
 @contextmanager
@@ -157,12 +205,14 @@ def report_start(capture: LiveCapture) -> None:
 
 
 __all__ = [
+    "Reading",
+    "StopSignals",
     "check_live_args",
+    "close_writer",
     "deadline",
     "interrupted_by_signals",
     "open_live",
     "report_start",
-    "stopped_by_signals",
     "streamed_input",
     "summary_line",
 ]

@@ -18,7 +18,7 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, Self
+from typing import IO, Self, TypeVar
 
 from tlsprobe.engine.keyschedule import KeySchedule
 
@@ -44,8 +44,11 @@ LABELS: dict[str, tuple[int, ...]] = {
 }
 
 MAX_LINE = 1024
+_V = TypeVar("_V")
 DEFAULT_MAX_SESSIONS = 100_000
 DEFAULT_MAX_BYTES = 64 << 20
+#: bytes of a growing key log read and parsed at a time (a few thousand lines)
+FOLLOW_WINDOW = 1 << 20
 
 
 def format_line(label: str, client_random: bytes, secret: bytes) -> str:
@@ -114,7 +117,11 @@ class KeyLog:
     `bad_lines` counts malformed lines (wrong field count, bad hex, wrong lengths);
     `skipped_lines` counts well-formed lines with labels we do not use (RSA premaster
     lines, ECH or later traffic secrets, future labels); `dropped` counts
-    lines for new sessions beyond the `max_sessions` bound. `session_ids` maps a TLS
+    lines for new sessions beyond the `max_sessions` bound, and `cut` is set when the
+    file was read only to its first `max_bytes` (a finished file: what it holds past its
+    limits is not read, and a note says so). A log still being written keeps its newest
+    sessions instead: past the bound the oldest are forgotten (`forgotten`), since a live
+    capture's next connections need the keys logged last. `session_ids` maps a TLS
     1.0-1.2 session id to its master secret (``RSA Session-ID:`` lines); `source` names
     the file read (for warnings)."""
 
@@ -126,6 +133,8 @@ class KeyLog:
     source: str = ""
     #: reads the lines added to a key log still being written (None: a finished file)
     follower: KeyLogFollower | None = field(default=None, repr=False, compare=False)
+    cut: bool = False
+    forgotten: int = 0
 
     @property
     def grows(self) -> bool:
@@ -153,17 +162,33 @@ class KeyLog:
         return found
 
     def merge(self, other: KeyLog) -> None:
-        """Add `other`'s keys and counts to this log (within `DEFAULT_MAX_SESSIONS`)."""
+        """Add `other`'s keys and counts to this log (within `DEFAULT_MAX_SESSIONS`: a
+        finished log drops the sessions past it, a growing one forgets its oldest)."""
         self.bad_lines += other.bad_lines
         self.skipped_lines += other.skipped_lines
         self.dropped += other.dropped
         for random, secrets in other.sessions.items():
             entry = self.sessions.get(random)
-            if entry is None and len(self.sessions) >= DEFAULT_MAX_SESSIONS:
+            if entry is None and not self._room(self.sessions):
                 self.dropped += 1
                 continue
             self.sessions.setdefault(random, {}).update(secrets)
-        self.session_ids.update(other.session_ids)
+        for session_id, secret in other.session_ids.items():
+            if session_id in self.session_ids or self._room(self.session_ids):
+                self.session_ids[session_id] = secret
+            else:
+                self.dropped += 1
+
+    def _room(self, table: dict[bytes, _V]) -> bool:
+        """Whether `table` can take one more session: below the bound, or a growing log
+        that forgets its oldest one (dicts keep their insertion order) to make room."""
+        if len(table) < DEFAULT_MAX_SESSIONS:
+            return True
+        if self.follower is None:
+            return False
+        del table[next(iter(table))]
+        self.forgotten += 1
+        return True
 
     @property
     def usable(self) -> int:
@@ -220,14 +245,15 @@ def parse_keylog(lines: Iterable[str] | str,
 
 def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES,
                 max_sessions: int = DEFAULT_MAX_SESSIONS, *, grows: bool = False) -> KeyLog:
-    """Read and parse a key log file, at most `max_bytes` of it (the rest counts as dropped).
+    """Read and parse a key log file, at most `max_bytes` of it (the rest counts as dropped,
+    and `cut` is set).
     `grows`: the file is still being written: lines added later are read when a lookup
     misses (`KeyLogFollower`; a regular file only: a pipe is read whole, as without it).
 
     OSError propagates (the caller turns it into a one-line usage error)."""
     if grows and stat.S_ISREG(os.stat(path).st_mode):   # (a pipe is read once, whole)
         log = KeyLog(source=os.fspath(path))
-        log.follower = KeyLogFollower(os.fspath(path), max_bytes)
+        log.follower = KeyLogFollower(os.fspath(path))
         log.follower.read_more(log, force=True)
         return log
     with open(path, "rb") as f:
@@ -241,6 +267,7 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
     log.source = os.fspath(path)
     if truncated:
         log.dropped += 1
+        log.cut = True
     return log
 
 
@@ -248,11 +275,13 @@ class KeyLogFollower:
     """Reads what was added to a key log file since the last look: `read_more` costs one
     stat when the file has not changed, and reads only the new whole lines when it has (a
     line still being written is read once whole). A file that got shorter (rewritten) is
-    read again from its start; the keys already read stay. At most `max_bytes` in all."""
+    read again from its start; the keys already read stay. The new bytes are read
+    `FOLLOW_WINDOW` at a time, with no limit in all: a browser's log passes 64 MiB in a long
+    live capture, and the keys it logs then are the ones needed (the sessions kept are
+    bounded by `KeyLog.merge`). A line longer than `MAX_LINE` is skipped, as it is bad."""
 
-    def __init__(self, path: str, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self.max_bytes = max_bytes
         self.offset = 0          # bytes of whole lines read
         self.size = -1           # the file's size at the last look
         self.reads = 0           # times new lines were read (for tests and --stats)
@@ -268,21 +297,26 @@ class KeyLogFollower:
         self.size = size
         if size < self.offset:
             self.offset = 0
-        if self.offset >= self.max_bytes or size == self.offset:
-            return False
+        added = False
         try:
             with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read(min(size, self.max_bytes) - self.offset)
+                while self.offset < size:
+                    f.seek(self.offset)
+                    data = f.read(min(size - self.offset, FOLLOW_WINDOW))
+                    end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+                    if not end:
+                        if len(data) < FOLLOW_WINDOW:
+                            break      # no whole line yet
+                        end = len(data)   # one line longer than the window: bad, skipped
+                        log.bad_lines += 1
+                    else:
+                        log.merge(parse_keylog(data[:end].decode("ascii", errors="replace")))
+                        added = True
+                    self.offset += end
         except OSError:
-            return False
-        end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-        if not end:
-            return False       # no whole line yet
-        self.offset += end
-        self.reads += 1
-        log.merge(parse_keylog(data[:end].decode("ascii", errors="replace")))
-        return True
+            pass
+        self.reads += added
+        return added
 
 
 def _parse_line(line: str) -> tuple[str, bytes, bytes] | None:

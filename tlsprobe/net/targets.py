@@ -35,6 +35,8 @@ def read_target_file(spec: str) -> list[Target | BadLine]:
     file is a UsageError."""
     try:
         if spec == "-":
+            if sys.stdin is None:   # started with stdin closed (`<&-`)
+                raise UsageError("cannot read - (stdin): it is closed")
             data = sys.stdin.buffer.read(MAX_TARGET_FILE_BYTES + 1)
         else:
             with open(spec, "rb") as fh:

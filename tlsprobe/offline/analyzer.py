@@ -38,7 +38,7 @@ from tlsprobe.offline.connection import Connection
 from tlsprobe.offline.datagram import Analyzed
 from tlsprobe.offline.facts import Facts
 from tlsprobe.offline.fast import FastReader
-from tlsprobe.offline.notes import eviction_note, keys_note
+from tlsprobe.offline.notes import eviction_note, keylog_limits_note, keys_note
 from tlsprobe.offline.udp import UdpHandshakes
 
 if TYPE_CHECKING:
@@ -277,7 +277,8 @@ class CaptureAnalysis:
             merged = KeyLog(dict(self.keylog.sessions), self.keylog.bad_lines,
                             self.keylog.skipped_lines, self.keylog.dropped,
                             {**self.keylog.session_ids, **embedded.session_ids},
-                            self.keylog.source, self.keylog.follower)
+                            self.keylog.source, self.keylog.follower, self.keylog.cut,
+                            self.keylog.forgotten)
             for random, secrets in embedded.sessions.items():
                 merged.sessions.setdefault(random, {}).update(secrets)
             self.keylog = merged
@@ -508,11 +509,12 @@ class CaptureAnalysis:
         if given is None:
             return []
         name = f"keylog {given.source}" if given.source else "keylog"
+        limits = keylog_limits_note(name, given)
         if not given.usable:
             bad = f" ({given.bad_lines} malformed)" if given.bad_lines else ""
-            return [f"{name}: 0 usable lines{bad}"]
+            return [f"{name}: 0 usable lines{bad}", *limits]
         return keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
-                         self._udp.quic_keyed())
+                         self._udp.quic_keyed()) + limits
 
     def _keyed(self, client_random: bytes) -> bool:
         """Whether the key log (the --keylog file and keys embedded so far) has secrets

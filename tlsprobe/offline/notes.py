@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Final
 
 from tlsprobe.capture import CaptureStats
+from tlsprobe.engine.keylog import DEFAULT_MAX_BYTES, DEFAULT_MAX_SESSIONS, KeyLog
 
 
 def eviction_note(stats: CaptureStats) -> tuple[str, ...]:
@@ -64,3 +65,20 @@ def keys_note(name: str, tls_connections: int, keys_matched: int,
     if quic_keyed:
         undecrypted = {**undecrypted, ("", QUIC_NOT_DECRYPTED): quic_keyed}
     return [f"{name}: {undecrypted_note(undecrypted)}"] if undecrypted else []
+
+
+def keylog_limits_note(name: str, keylog: KeyLog) -> list[str]:
+    """Keys a finished key log holds past its limits (its first 64 MiB, 100,000 sessions),
+    which were not read: the connections they are for are not decrypted, and that is not
+    for want of keys (docs/LIMITS.md)."""
+    parts = []
+    if keylog.cut:
+        parts.append(f"only its first {DEFAULT_MAX_BYTES >> 20} MiB were read")
+    sessions = keylog.dropped - keylog.cut
+    if sessions:
+        parts.append(f"{sessions} line(s) past {DEFAULT_MAX_SESSIONS} sessions were not "
+                     "taken")
+    if not parts:
+        return []
+    text = f"{name}: {'; '.join(parts)} (the key log's limits): connections keyed there "
+    return [text + "are not decrypted"]

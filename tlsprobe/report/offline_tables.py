@@ -215,11 +215,26 @@ STREAM_WIDTHS: Final = (7, 21, 21, 24, 16, 45, 21, 9, 8, 36)
 
 
 def _wrapped(cell: str, width: int) -> list[str]:
-    """The lines of a streamed cell: the cell when it fits, else wrapped to `width`."""
+    """The lines of a streamed cell: the cell when it fits, else wrapped to `width`. A cell
+    with escapes (text from the capture, `shown`: `\\x1b`, `\\n`, `\\xe2`) is cut
+    between them, never inside one, and keeps its spaces: "\\xa" then "ename" on the
+    next line read as other bytes than "\\xae" "name"."""
     if len(cell) <= width:
         return [cell]
+    if "\\" in cell:
+        import re
+        lines = [""]
+        for piece in re.findall(_ESCAPE_OR_CHAR, cell):
+            if len(lines[-1]) + len(piece) > width:
+                lines.append("")
+            lines[-1] += piece
+        return lines
     import textwrap
     return textwrap.wrap(cell, width, break_on_hyphens=False) or [cell[:width]]
+
+
+#: one escape of `shown` (or a doubled backslash), else one character
+_ESCAPE_OR_CHAR: Final = r"(?s)\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|."
 
 
 class StreamedTable:
@@ -396,12 +411,17 @@ def _outcome_rows(r: ConnectionReport) -> list[Row]:
                        (("JA3", fp.ja3), ("JA3S", fp.ja3s), ("JA4", fp.ja4)) if value]
     rows.append(("Handshake", _state(r)))
     t = r.timings
+    # a TCP connection without its close was reported when its handshake was decided (a
+    # live capture, stdin, --follow): its time and bytes are those until then
+    so_far = " so far (open when reported)" if r.close is None and r.transport == "tcp" \
+        else ""
     parts = [f"{name} {v:.1f} ms" for name, v in (("to ServerHello", t.server_hello_ms),
              ("handshake", t.handshake_ms), ("connection", t.duration_ms)) if v is not None]
     if parts:
-        rows.append(("Timing", ", ".join(parts)))
+        rows.append(("Timing", ", ".join(parts) + (so_far if t.duration_ms is not None
+                                                   else "")))
     rows.append(("Bytes", f"client {r.client_bytes}, server {r.server_bytes}"
-                 + (f", {r.gap_bytes} not captured" if r.gap_bytes else "")))
+                 + (f", {r.gap_bytes} not captured" if r.gap_bytes else "") + so_far))
     rows.extend(("Problem", p) for p in r.problems)
     return rows
 

@@ -63,6 +63,12 @@ class LiveRequest:
         if any("\x00" in i for i in ifaces) or bpf is not None and "\x00" in bpf:
             raise UsageError(f"{names('interface')} and {names('bpf')} cannot hold a NUL "
                              "character")
+        if "any" in ifaces and len(set(ifaces)) > 1:
+            others = ", ".join(dict.fromkeys(i for i in ifaces if i != "any"))
+            raise UsageError(f"{names('interface')} any already captures every interface: "
+                             f"give it alone, or the interfaces without it (with {others} "
+                             "each packet would be read twice, each connection reported "
+                             "twice)")
         if bpf is not None and not bpf.strip():
             raise UsageError(f"{names('bpf')} is empty: give a capture filter "
                              f"(e.g. 'tcp port 443') or leave it out ({DEFAULT_FILTER!r})")
