@@ -327,3 +327,47 @@ def test_tls13_client_that_closes_without_finished_is_not_shown_complete(
     code, out, _ = run_cli("pcap", "--details", edited)
     assert re.search(r"^Handshake\s+ServerHello seen, not finished in the capture$", out,
                      re.M), out
+
+
+def _five_connections(path: Path) -> Path:
+    """A capture of five connections, each a real TLS 1.2 handshake (the project's own
+    recording's chunks) from its own client port, closed by FINs."""
+    from tests.helpers.capbuild import Conv, ether, pcap_bytes, real_chunks
+    chunks = real_chunks()
+    frames: list[bytes] = []
+    for i in range(5):
+        conv = Conv(client=("10.0.0.1", 40000 + i))
+        frames += [ether(p) for p in conv.handshake()]
+        for direction, data in chunks:
+            frames.append(ether(conv.c(data) if direction == 0 else conv.s(data)))
+        frames += [ether(conv.c(b"", "FA")), ether(conv.s(b"", "FA")), ether(conv.ack())]
+    path.write_bytes(pcap_bytes(frames))
+    return path
+
+
+@pytest.mark.parametrize("jobs", [[], ["--jobs", "1"], ["--jobs", "2"]])
+def test_a_count_stop_says_the_file_was_not_read_whole(run_cli, tmp_path: Path,
+                                                       jobs: list[str]) -> None:
+    """-c N stops the reading: the capture's record says so (`complete` false) with the
+    counts of what was read. With two processes (--jobs 2) the reader's counters came at
+    the capture's end, which never came: 0 packets, 0 TCP connections, and `complete` was
+    true in every case."""
+    cap = _five_connections(tmp_path / "five.pcap")
+    code, out, err = run_cli("pcap", "--json", "-c", "2", *jobs, cap)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert len(doc["connections"]) == 2
+    record, = doc["captures"]
+    assert record["complete"] is False and record["reported"] == 2
+    assert 0 < record["packets"] < json.loads(run_cli("pcap", "--json", "--jobs", "1", cap)[1]
+                                              )["captures"][0]["packets"]
+    assert 2 <= record["capture"]["tcp"]["connections"] < 5
+    # the same counts whatever --jobs says: one process reads a -c N capture
+    code, out1, _ = run_cli("pcap", "--json", "-c", "2", "--jobs", "1", cap)
+    assert json.loads(out1)["captures"][0]["packets"] == record["packets"]
+    # read to its end (N above the connections held): complete, every packet counted
+    code, out, err = run_cli("pcap", "--json", "-c", "9", *jobs, cap)
+    record, = json.loads(out)["captures"]
+    assert record["complete"] is True and record["reported"] == 5
+    code, whole, _ = run_cli("pcap", "--json", "--jobs", "1", cap)
+    assert record["packets"] == json.loads(whole)["captures"][0]["packets"]

@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "another without --jobs: a capture of 8 MiB or more (any size with "
                    "--jobs 2 or more) is read by two processes, the packets in the second "
                    "(the same output in 10-30%% less time on two free CPUs, for more "
-                   "CPU time in all); --jobs 1: one process only")
+                   "CPU time in all); --jobs 1, or -c N: one process only")
     x.add_argument("--scheduler", metavar="ADDRESS", help="read the files on an existing "
                    "Dask cluster (tcp://HOST:8786; its workers must see the same paths and "
                    "have tlsprobe with its cluster extra)")
@@ -186,7 +186,7 @@ def _options(args: argparse.Namespace, stop_at: float | None = None
         # plot read reports)
         json_text=(args.json or args.jsonl) and not (
             args.msg or args.stats or filtering or args.csv or args.plot),
-        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs),
+        pipe_min_bytes=None if request.parallel else _pipe_min_bytes(args.jobs, args.count),
         stop_at=stop_at)
 
 
@@ -233,10 +233,12 @@ class _Sinks:
 
 def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
               output: Output, sinks: _Sinks, limit: int | None = None,
-              interruptible: bool = False) -> CaptureSummary:
+              interruptible: bool = False, whole: bool = True) -> CaptureSummary:
     """Report the connections of one opened capture (the first `limit` only: -c); its
-    summary (with `reported`). `interruptible` (a capture still coming: stdin, --follow):
-    Ctrl-C ends the reading, and what was read is summarised."""
+    summary (with `reported`; not `complete` when -c stopped the reading of a file or of
+    stdin; `whole` False: a live capture, which ends where it is stopped, by -c too).
+    `interruptible` (a capture still coming: stdin, --follow): Ctrl-C ends the reading, and
+    what was read is summarised."""
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -246,6 +248,7 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     stats, counting, files, emit = sinks.stats, sinks.counting, sinks.files, output.report
     emitting = output.per_report
     close = getattr(analysis, "close", None)   # (a worker's capture is read already)
+    cut = False     # stopped by -c before the end: the file was not read whole
     try:
         for report, trace in analysis:
             if filtering:
@@ -263,6 +266,7 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
                 emit(report, trace)
             if reported == limit and close is not None:
                 close()   # -c N: the rest is not read; the summary is made now
+                cut = True
                 break
     except KeyboardInterrupt:
         if not interruptible or close is None:
@@ -272,7 +276,9 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
         summary = dataclasses.replace(summary, notes=analysis.notes_for(reported_ids))
-    return dataclasses.replace(summary, reported=reported)
+    # `complete`: the whole file read without a warning; after -c N it was not read whole
+    return dataclasses.replace(summary, reported=reported,
+                               complete=summary.complete and not (cut and whole))
 
 
 def _read_all(request: CaptureRequest, opened: Iterator[Opened], output: Output, sinks: _Sinks,
@@ -391,7 +397,7 @@ def _capture_live(args: argparse.Namespace, request: CaptureRequest,
     try:
         pcap_live.report_start(capture)
         summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
-                            limit=args.count)
+                            limit=args.count, whole=False)
         live = analysis.stream.stats.live   # the counts the summary has (not recounted)
     finally:
         analysis.close()
@@ -419,9 +425,14 @@ def _capture_live(args: argparse.Namespace, request: CaptureRequest,
 PIPE_MIN_BYTES = 8 << 20
 
 
-def _pipe_min_bytes(jobs: int | None) -> int | None:
+def _pipe_min_bytes(jobs: int | None, count: int | None = None) -> int | None:
     """The analysis's pipe_min_bytes when the files are read here one after another: none
-    with --jobs 1, any size with --jobs 2 or more (then there is one file), else large."""
+    with --jobs 1 or -c N, any size with --jobs 2 or more (then there is one file), else
+    large. -c N stops after N connections: a second process would read ahead of them (up to
+    the pipe's megabyte, work thrown away), and its counters, sent at the capture's end,
+    would never come, so the capture's record said 0 packets and 0 TCP connections."""
+    if count is not None:
+        return None
     if jobs is None:
         return PIPE_MIN_BYTES
     return None if jobs == 1 else 0
