@@ -124,8 +124,11 @@ def _key_exchange(hs: Handshake, hello: HelloFacts) -> KeyExchangeFacts | None:
     ske = hs.messages.flight.server_key_exchange
     client_len = _client_key_exchange_bytes(hs, kx)
     if kx in ("RSA", "PSK", "RSA_PSK") or not isinstance(ske, ServerKeyExchange):
-        return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none", kind=kx,
-                                client_share_bytes=client_len)
+        flight = hs.messages.flight
+        reached = flight.has(HandshakeType.certificate_request) or \
+            flight.has(HandshakeType.server_hello_done)
+        return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none" if reached
+                                else "not_reached", kind=kx, client_share_bytes=client_len)
     valid = False if hs.verification.share_problem is not None else \
         True if hs.verification.shared_secret_computed else None
     kind = ske.key_exchange or kx
