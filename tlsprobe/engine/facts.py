@@ -124,9 +124,11 @@ def _key_exchange(hs: Handshake, hello: HelloFacts) -> KeyExchangeFacts | None:
     ske = hs.messages.flight.server_key_exchange
     client_len = _client_key_exchange_bytes(hs, kx)
     if kx in ("RSA", "PSK", "RSA_PSK") or not isinstance(ske, ServerKeyExchange):
-        flight = hs.messages.flight
-        reached = flight.has(HandshakeType.certificate_request) or \
-            flight.has(HandshakeType.server_hello_done)
+        # its absence is a fact once the server's flight went past its place (or the
+        # server resumed: its Finished came)
+        reached = any(hs.messages.flight.has(t) for t in (
+            HandshakeType.certificate_request, HandshakeType.server_hello_done,
+            HandshakeType.finished))
         return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none" if reached
                                 else "not_reached", kind=kx, client_share_bytes=client_len)
     valid = False if hs.verification.share_problem is not None else \
