@@ -276,13 +276,19 @@ def check_json_out(args: argparse.Namespace) -> None:
 
 def distinct_files(args: argparse.Namespace) -> None:
     """Two file options naming one file (`--sarif r --junit r`): the second written would
-    replace the first in silence, so it is a usage error before any work."""
+    replace the first in silence, so it is a usage error before any work; so is `-`, which
+    these options would write as a file of that name in the current folder (stdout holds
+    the report)."""
     seen: dict[str, str] = {}
     for dest in OUTPUT_FILES:
         path = getattr(args, dest, None)
         if not isinstance(path, str) or not path:
             continue        # not given, or a flag of that name (probe --msg)
         option = "--" + dest.replace("_", "-")
+        if path == "-":
+            raise UsageError(f"{option} -: this option writes a file, and '-' is not stdout "
+                             "here (stdout holds the report); give a file name (./- for a "
+                             "file named -)")
         key = os.path.realpath(path)
         if key in seen:
             raise UsageError(f"{seen[key]} and {option} name the same file {path}: give "
