@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from tests.conftest import CliResult
 from tests.helpers.servers import Server
+
 from .catalog import HOLD
 from .server import Conn, HostileServer
 from .tls import handshake_records, server_hello_12

@@ -24,6 +24,7 @@ from tlsprobe.escaping import quoted_bytes
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import ProbeResult, Verification
+from tlsprobe.model.units import seconds_text
 from tlsprobe.net.driver import drive
 from tlsprobe.net.starttls import PreambleRecord, StartTlsError
 from tlsprobe.net.starttls_connect import StartTlsConnector, StartTlsSpec, info_of
@@ -232,7 +233,7 @@ def _probe(target: Target, options: ProbeOptions, connect: Connector | None) -> 
     deadline = options.deadline if options.deadline is not None else t0 + total
     if deadline <= t0:   # our own start-up used the time: say so, do not blame the server
         return ProbeRun(facts.result_from(engine, target, None, error=(
-            (f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
+            (f"{target.display}: timed out: the total time limit of {seconds_text(total)} s was used up "
             f"by tlsprobe's own start-up ({t0 - deadline + total:.1f} s; a busy machine?) "
             "before connecting"), FailureKind.NETWORK)), [])
     connector = connect or tcp_connector(options, total)
@@ -272,7 +273,7 @@ def _probe(target: Target, options: ProbeOptions, connect: Connector | None) -> 
                 except NetworkError:
                     pass
             except WorkDeadline as exc:   # CPU work on the server's parameters ran out of time
-                error = (f"{target.display}: {exc} (total time limit of {total:.1f} s)",
+                error = (f"{target.display}: {exc} (total time limit of {seconds_text(total)} s)",
                          exc.kind)
             except NetworkError as exc:
                 before = engine.messages.server_hello is None and engine.messages.hrr is None
