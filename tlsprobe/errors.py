@@ -50,7 +50,9 @@ class FailureKind(StrEnum):
     NOT_TLS = "not_tls"      # the server answered with something that is not TLS
     ALERT = "alert"          # the server sent a fatal alert
     CLOSED = "closed"        # the server ended the handshake without an alert
-    REFUSED = "refused"      # the server refused STARTTLS in plain text (its reply quoted)
+    REFUSED = "refused"      # the server refused STARTTLS in plain text (its reply quoted),
+    #                          or named an older version than the hello offers (no version
+    #                          in common, RFC 5246 E.1)
     PROTOCOL = "protocol"    # the server broke the protocol (malformed, unexpected, bad MAC)
     USAGE = "usage"          # a bad argument or targets-file line
     BAD_INPUT = "bad_input"  # a damaged input file

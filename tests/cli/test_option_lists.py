@@ -81,3 +81,13 @@ def test_api_refuses_cafile_without_verification(certs) -> None:
     for call in (probe, scan):
         with pytest.raises(UsageError, match=r"cafile and verify=False contradict each other"):
             call(DEAD, cafile=str(certs.ca), verify=False)
+
+
+@pytest.mark.parametrize("argv", [(DEAD, "--alpn", ","), (DEAD, "--alpn", ":"),
+                                  ("scan", DEAD, "--quic", "--alpn", ",")])
+def test_an_alpn_list_of_separators_only_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
+    """`--alpn ,` (a slip for a protocol) went out as no ALPN at all, as `--alpn ''` does, and
+    the probe ran (here: connection refused, exit 3); every other list option calls such a
+    value an empty list."""
+    assert_usage_error(cli(capsys, *argv), "--alpn: empty list", "or '' to offer none")

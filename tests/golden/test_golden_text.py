@@ -103,7 +103,8 @@ def probe_states() -> list[ProbeResult]:
     """The rows that depend on how far the handshake went and on what it was: STARTTLS, an
     anonymous suite, a first-flight stop, a refusal after our Finished, no ServerHello, an
     OCSP status announced without a response, TLS 1.3 without HelloRetryRequest, a TLS 1.0
-    key exchange, the RSA key transport."""
+    key exchange, the RSA key transport, handshakes that ended before the ServerKeyExchange
+    and CertificateStatus (TLS 1.2) or EncryptedExtensions (TLS 1.3)."""
     base = ProbeResult(host="mail.example", port=25, address="127.0.0.2",
                        offer=_offer(0x0304, 0x0303), version=V(0x0303),
                        cipher=Cipher.of(0xC018), handshake_complete=False)
@@ -125,12 +126,25 @@ def probe_states() -> list[ProbeResult]:
         dataclasses.replace(base, version=V(0x0304), cipher=Cipher.of(0x1303),
                             key_exchange=KeyExchange("ECDHE", "key_share", G(0x1D), 32, 32,
                                                      253, server_temp_key="X25519, 253 bits"),
-                            signature_verified=None, signature_detail="no CertificateVerify"),
+                            signature_verified=None, signature_detail="no CertificateVerify",
+                            messages=(">>> ClientHello", "<<< ServerHello",
+                                      "<<< EncryptedExtensions", "<<< Certificate")),
         dataclasses.replace(base, host="127.0.0.2", version=None, cipher=None,
                             error="connection refused", error_kind="network"),
         dataclasses.replace(base, version=V(0x0303), cipher=Cipher.of(0xC02F),
                             key_exchange=KeyExchange("ECDHE", "not_captured", None),
                             handshake_complete=False),
+        # ended early: what would have come later is not known, not absent
+        dataclasses.replace(base, version=V(0x0303), cipher=Cipher.of(0xC02F),
+                            key_exchange=KeyExchange("ECDHE", "not_reached", None),
+                            ocsp_stapling="announced (status_request); the handshake ended "
+                            "before its CertificateStatus", error="alert handshake_failure",
+                            messages=(">>> ClientHello", "<<< ServerHello", "<<< Certificate")),
+        dataclasses.replace(base, version=V(0x0304), cipher=Cipher.of(0x1301),
+                            key_exchange=KeyExchange("ECDHE", "key_share", G(0x1D), 32, 32,
+                                                     253, server_temp_key="X25519, 253 bits"),
+                            error="alert handshake_failure",
+                            messages=(">>> ClientHello", "<<< ServerHello")),
     ]
 
 

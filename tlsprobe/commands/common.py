@@ -262,8 +262,7 @@ def add_json_out_argument(g: argparse._ArgumentGroup | argparse.ArgumentParser,
 #: the options that name a file a command writes (or, `pcap --keylog`, reads beside them)
 OUTPUT_FILES = ("json_out", "html", "csv", "sarif", "junit", "msg", "pcap_out", "keylog",
                 "plot", "jsonl", "parquet")
-#: those of OUTPUT_FILES that may name a file another option reads too (`pcap --keylog` is
-#: read; the probe's appends, and no other option of the probe reads a file)
+#: those of OUTPUT_FILES that `pcap` reads (its --keylog; the probe's appends to it)
 READ_FILES = ("keylog",)
 
 
@@ -278,18 +277,28 @@ def check_json_out(args: argparse.Namespace) -> None:
 
 
 def distinct_files(args: argparse.Namespace, inputs: Sequence[tuple[str, str]] = (),
-                   outputs: Sequence[tuple[str, str]] = ()) -> None:
+                   outputs: Sequence[tuple[str, str]] = (), reads: Sequence[str] = ()
+                   ) -> None:
     """Two file options naming one file (`--sarif r --junit r`), or one the command writes
     naming one it reads: the second written would replace the first in silence, so it is
     a usage error before any work. `inputs` and `outputs`: the command's own (label, path)
     pairs beside its file options, such as the captures `pcap` reads (`pcap cap.pcap --csv
     cap.pcap` emptied the capture) or its `-w` file (which replaced the `--keylog` being
-    read). Files that are only read may be one file."""
+    read); `reads`: those of its file options that it reads (pcap: READ_FILES). Files that
+    are only read may be one file. `-` for an option that writes a file
+    is a usage error too: it would be written as a file of that name in the current folder
+    (stdout holds the report)."""
     named = [(label, path, True) for label, path in inputs if path and path != "-"]
     for dest in OUTPUT_FILES:
         path = getattr(args, dest, None)
-        if isinstance(path, str) and path:   # not a flag of that name (probe --msg)
-            named.append(("--" + dest.replace("_", "-"), path, dest in READ_FILES))
+        if not isinstance(path, str) or not path:
+            continue        # not given, or a flag of that name (probe --msg)
+        option = "--" + dest.replace("_", "-")
+        if path == "-" and dest not in reads:
+            raise UsageError(f"{option} -: this option writes a file, and '-' is not stdout "
+                             "here (stdout holds the report); give a file name (./- for a "
+                             "file named -)")
+        named.append((option, path, dest in reads))
     named += [(label, path, False) for label, path in outputs if path and path != "-"]
     seen: dict[object, tuple[str, bool]] = {}
     for option, path, read in named:

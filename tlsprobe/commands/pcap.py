@@ -163,11 +163,12 @@ def _options(args: argparse.Namespace, stop_at: float | None = None
                          "other (the JSON holds every detail)")
     if args.plot and not args.stats:
         raise UsageError("--plot draws the --stats summary: add --stats")
-    from tlsprobe.commands.common import distinct_files
+    from tlsprobe.commands.common import READ_FILES, distinct_files
     # what is written (--csv, --plot, -w without a ring) replaces no capture or key log
     # that is read, nor another output
     distinct_files(args, [("FILE", path) for path in args.files],
-                   [("-w", args.write)] if args.write and args.ring_size is None else [])
+                   [("-w", args.write)] if args.write and args.ring_size is None else [],
+                   reads=READ_FILES)
     from tlsprobe.report.csv_out import check_writable
     if args.csv:
         check_writable(args.csv, "--csv")

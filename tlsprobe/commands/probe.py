@@ -177,6 +177,11 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | N
     if args.json_out:
         from tlsprobe.commands.common import write_json_out
         write_json_out(args.json_out, [run_.result.to_json()])
+    if args.keylog and not run_.keylog_lines and not run_.result.error:
+        from tlsprobe.report.escape import shown
+        print(f"tlsprobe: note: --keylog {shown(args.keylog)}: nothing written: the handshake "
+              "stopped before any secret was derived (TLS 1.2 and older with "
+              "--first-flight-only stop before the ClientKeyExchange)", file=sys.stderr)
     if args.keylog and run_.keylog_lines:
         from tlsprobe.engine.keylog import KeyLogWriter
         try:

@@ -124,8 +124,13 @@ def _key_exchange(hs: Handshake, hello: HelloFacts) -> KeyExchangeFacts | None:
     ske = hs.messages.flight.server_key_exchange
     client_len = _client_key_exchange_bytes(hs, kx)
     if kx in ("RSA", "PSK", "RSA_PSK") or not isinstance(ske, ServerKeyExchange):
-        return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none", kind=kx,
-                                client_share_bytes=client_len)
+        # its absence is a fact once the server's flight went past its place (or the
+        # server resumed: its Finished came)
+        reached = any(hs.messages.flight.has(t) for t in (
+            HandshakeType.certificate_request, HandshakeType.server_hello_done,
+            HandshakeType.finished))
+        return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none" if reached
+                                else "not_reached", kind=kx, client_share_bytes=client_len)
     valid = False if hs.verification.share_problem is not None else \
         True if hs.verification.shared_secret_computed else None
     kind = ske.key_exchange or kx

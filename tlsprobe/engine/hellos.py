@@ -62,7 +62,7 @@ class ServerHellos(AppliedState):
             return
         if sh.selected_version not in self._config.versions:
             self._server_hello = sh  # the server's answer: a version the client did not offer
-            serverhello.check_offered_version(sh, self._config)
+            serverhello.check_offered_version(sh, self._config, self._hellos[-1])
         self._hello_rules(lambda: serverhello.check_server_hello(
             sh, self._config, self._hellos[-1], self._hrr))
         found = self._hello_rules(lambda: serverhello.tls13_share(

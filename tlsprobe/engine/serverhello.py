@@ -23,11 +23,14 @@ from tlsprobe.engine.common import (
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.suites import suite_params
 from tlsprobe.engine.verdict import Refusal
+from tlsprobe.errors import FailureKind
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import AlertEvent, Event, MessageEvent
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, ClientHello, ServerHello
 
 MISSING_EXTENSION = 109
+PROTOCOL_VERSION = 70
+SUPPORTED_VERSIONS = 43
 
 
 def check_choice(sh: ServerHello, offered: ClientHello, versions: tuple[int, ...]) -> None:
@@ -75,12 +78,22 @@ def choice_problem(version: int, hrr: bool, suite: int, compression: int,
     return None
 
 
-def check_offered_version(sh: ServerHello, config: ClientConfig) -> None:
+def check_offered_version(sh: ServerHello, config: ClientConfig, offered: ClientHello) -> None:
     """The version a ServerHello selects was offered. A hello that breaks this is still the
-    server's answer (a server without the version asked for names the one it has)."""
-    if sh.selected_version not in config.versions:
-        raise Refusal(ILLEGAL_PARAMETER, f"server chose "
-                      f"{registry.version_name(sh.selected_version)}, which was not offered")
+    server's answer (a server without the version asked for names the one it has). Named in
+    legacy_version, at most the hello's, it is TLS 1.0-1.2 negotiation (RFC 5246 E.1: the
+    server answers with the highest version it has, the client ends with protocol_version
+    when that is none it offers): no version in common, a refusal, no broken rule."""
+    version = sh.selected_version
+    if version in config.versions:
+        return
+    name = registry.version_name(version)
+    if sh.extension(SUPPORTED_VERSIONS) is None and version <= offered.legacy_version:
+        spoken = ", ".join(registry.version_name(v) for v in sorted(config.versions,
+                                                                    reverse=True))
+        raise Refusal(PROTOCOL_VERSION, f"server chose {name}, which the hello does not offer "
+                      f"(it offers {spoken}): no version in common", FailureKind.REFUSED)
+    raise Refusal(ILLEGAL_PARAMETER, f"server chose {name}, which was not offered")
 
 
 def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHello,
@@ -88,7 +101,7 @@ def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHel
     """A ServerHello (not an HRR): version offered, its extensions (the suite for the version:
     check_choice), downgrade sentinel, and for TLS 1.3 the legacy fields and agreement with the HRR."""
     version = sh.selected_version
-    check_offered_version(sh, config)
+    check_offered_version(sh, config, offered)
     extcheck.check_extensions(offered, config.alpn,
                               extcheck.SH13 if is_tls13(version) else extcheck.SH12,
                               sh.extensions)

@@ -128,6 +128,20 @@ def hello_retry_text(group: Codepoint | None, kx: KeyExchange | None) -> str:
     return "no"
 
 
+def alpn_text(version: Codepoint | None, alpn: str | None, messages: tuple[str, ...]) -> str:
+    """The summary's ALPN row: the protocol chosen, "(none)", or, in TLS 1.3, where the
+    server's EncryptedExtensions (not its ServerHello) names it, "not known" while that
+    message is not in the report's message list (`message_label`'s words): a handshake that
+    ended before it established no absence."""
+    if alpn:
+        return alpn
+    if version is not None and version.id >= 0x0304 and not any(
+            m.startswith("<<< EncryptedExtensions") for m in messages):
+        return "(not known: no EncryptedExtensions from the server, which names it in " \
+            "TLS 1.3)"
+    return "(none)"
+
+
 # -- the key exchange -------------------------------------------------------------------
 def key_exchange(kx: KeyExchangeFacts | None) -> KeyExchange | None:
     """The one description of a key exchange's facts, for the probe and the capture

@@ -25,10 +25,12 @@ CLIENT, SERVER = 0, 1
 #: "key_share" (TLS 1.3 ServerHello), "hello_retry_request" (the ServerHello's key_share
 #: after an HRR), "server_key_exchange" (TLS 1.0-1.2), "rsa" (RSA key transport: no
 #: ephemeral group), "none" (no key exchange message: TLS 1.3 psk_ke, or no
-#: ServerKeyExchange in TLS 1.0-1.2), "not_captured" (a capture gap where the
-#: ServerKeyExchange was), "malformed" (a TLS 1.3 key_share that could not be read)
+#: ServerKeyExchange in TLS 1.0-1.2), "not_reached" (TLS 1.0-1.2: the server's flight
+#: ended before the place of its ServerKeyExchange, so whether it sends one is not known),
+#: "not_captured" (a capture gap where the ServerKeyExchange was), "malformed" (a TLS 1.3
+#: key_share that could not be read)
 KxSource = Literal["key_share", "hello_retry_request", "server_key_exchange", "rsa", "none",
-                   "not_captured", "malformed"]
+                   "not_reached", "not_captured", "malformed"]
 
 #: how the server resumed the client's session (None in HandshakeFacts: a full handshake)
 Resumption = Literal["session_id", "session_ticket", "psk"]

@@ -106,7 +106,8 @@ class KeyExchange:
     `source` is one of "key_share" (TLS 1.3 ServerHello), "hello_retry_request",
     "server_key_exchange" (TLS 1.2 ECDHE named curve), "dhe_parameters" (TLS 1.2 DHE, group
     recognised from the prime), "rsa" (RSA key transport: no ephemeral group), "none" (no
-    key exchange message: TLS 1.3 psk_ke, or none sent in TLS 1.2), "not_captured" (a
+    key exchange message: TLS 1.3 psk_ke, or none sent in TLS 1.2), "not_reached" (TLS
+    1.0-1.2: the handshake ended before the ServerKeyExchange's place), "not_captured" (a
     capture gap where the ServerKeyExchange was), "malformed" (a captured TLS 1.3
     ServerHello's key_share that could not be read: kind "unknown").
     """

@@ -27,6 +27,13 @@ def duration(value: float | timedelta) -> str:
     return sign + (" ".join(parts) or "0 s")
 
 
+def seconds_text(value: float) -> str:
+    """A time limit in seconds as an error line says it: one decimal from a second up
+    ('2.5', '30.0'), three significant digits below ('0.25', '0.004'), so that a limit that
+    is not zero never reads '0.0'."""
+    return f"{value:.1f}" if value >= 1 else f"{value:.3g}"
+
+
 def host_port(host: str, port: int) -> str:
     """An endpoint as people write it: '127.0.0.1:4433', 'example.com:443', an IPv6
     address in brackets ('[::1]:4433'), so that its colons are not read as the port's."""

@@ -29,6 +29,7 @@ from tlsprobe.engine.client import Limits
 from tlsprobe.engine.common import HandshakeFailure
 from tlsprobe.errors import FailureKind, NetworkCause, NetworkError
 from tlsprobe.escaping import quoted_bytes
+from tlsprobe.model.units import seconds_text
 from tlsprobe.net.quic_conn import QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
@@ -156,9 +157,9 @@ class QuicCore:
         if now >= deadline:
             return self._error(f"timed out: total time limit reached{sent}{extra}", "deadline")
         opened = self.conn.opened - self.opened_mark    # packets that carried nothing new
-        what = f"no new handshake data for {self.read_timeout:.1f} s; {opened} QUIC packets " \
+        what = f"no new handshake data for {seconds_text(self.read_timeout)} s; {opened} QUIC packets " \
             "received in that time" if opened else \
-            f"no QUIC answer for {self.read_timeout:.1f} s"
+            f"no QUIC answer for {seconds_text(self.read_timeout)} s"
         return self._error(f"timed out waiting for the server ({what}){sent}{extra}",
                            "timeout")
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Self, TypeGuard
 
 from tlsprobe.errors import NetworkCause, NetworkError
+from tlsprobe.model.units import seconds_text
 from tlsprobe.net.target import Target, host_name_problem, parse_target
 from tlsprobe.net.transport import Transport
 
@@ -106,17 +107,17 @@ class Channel(Transport):
         deadline = min(deadline, self.deadline)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise self.error(f"timed out: total time limit of {self.total:.1f} s reached",
+            raise self.error(f"timed out: total time limit of {seconds_text(self.total)} s reached",
                              "deadline")
         self.sock.settimeout(min(self.read_timeout, remaining))
         try:
             data = self.sock.recv(limit)
         except TimeoutError:
             if remaining < self.read_timeout:
-                raise self.error(f"timed out: total time limit of {self.total:.1f} s "
+                raise self.error(f"timed out: total time limit of {seconds_text(self.total)} s "
                                  "reached", "deadline") from None
             raise self.error(f"timed out waiting for the server "
-                             f"(no data for {self.read_timeout:.1f} s)", "timeout") from None
+                             f"(no data for {seconds_text(self.read_timeout)} s)", "timeout") from None
         except OSError as exc:
             raise self.error(_describe(exc), cause_of(exc)) from None
         self.bytes_received += len(data)
@@ -254,7 +255,7 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
     last: BaseException | None = None
     for fam, kind, proto, _, addr in infos:
         if deadline - time.monotonic() <= 0:
-            raise _failed(target, f"timed out: total time limit of {total:.1f} s reached "
+            raise _failed(target, f"timed out: total time limit of {seconds_text(total)} s reached "
                           "before a connection was made", "deadline")
         sock = socket.socket(fam, kind, proto)
         sock.settimeout(max(0.01, min(timeout, deadline - time.monotonic())))

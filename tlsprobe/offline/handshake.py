@@ -71,8 +71,12 @@ def key_exchange_facts(f: Facts) -> KeyExchangeFacts | None:
         # lost in a capture gap: not captured, not absent
         return KeyExchangeFacts(source="not_captured", kind=kx, client_share_bytes=client_len)
     if ske is None or kx in _NO_SERVER_KEY_EXCHANGE:
-        return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none", kind=kx,
-                                client_share_bytes=client_len)
+        # its absence is a fact once the server's flight went past its place (or the
+        # server resumed: its ChangeCipherSpec came)
+        reached = f.ccs[SERVER] or any(d == SERVER and t in (13, 14)
+                                       for d, t, _, _ in f.messages)
+        return KeyExchangeFacts(source="rsa" if kx == "RSA" else "none" if reached
+                                else "not_reached", kind=kx, client_share_bytes=client_len)
     kind = ske.kind or kx
     if kind == "ECJPAKE" and ske.named_curve is not None:
         # the curve only: its key pairs and proofs are no key share

@@ -63,11 +63,22 @@ def session_features_of(facts: HandshakeFacts) -> SessionFeatures:
     elif response is not None:
         stapling = "stapled"
     elif not tls13 and STATUS_REQUEST in server_ext:
-        stapling = "announced (status_request), no CertificateStatus"
+        stapling = "announced (status_request), no CertificateStatus" \
+            if _past_certificate_status(facts) else \
+            "announced (status_request); the handshake ended before its CertificateStatus"
     else:
         stapling = "none"
     return SessionFeatures(ems, renegotiation, stapling,
                            response if stapling == "stapled" else None)
+
+
+def _past_certificate_status(facts: HandshakeFacts) -> bool:
+    """Whether the server's TLS 1.0-1.2 flight went past the place of its CertificateStatus
+    (a ServerKeyExchange, CertificateRequest or ServerHelloDone came): only then is the
+    absence of one a fact."""
+    after = (HandshakeType.server_key_exchange, HandshakeType.certificate_request,
+             HandshakeType.server_hello_done)
+    return any(m.sender == SERVER and m.msg_type in after for m in facts.messages)
 
 
 def result_from(hs: ClientHandshake, target: Target, address: str | None, *,

@@ -24,6 +24,7 @@ from tlsprobe.escaping import quoted_bytes
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import ProbeResult, Verification
+from tlsprobe.model.units import seconds_text
 from tlsprobe.net.driver import drive
 from tlsprobe.net.starttls import PreambleRecord, StartTlsError
 from tlsprobe.net.starttls_connect import StartTlsConnector, StartTlsSpec, info_of
@@ -33,6 +34,7 @@ from tlsprobe.probes import facts
 from tlsprobe.session.flow import Event
 
 DRAIN_TIMEOUT = 1.0  # seconds to wait for the server's last records after close_notify
+STATUS_LINE_MAX = 8192   # bytes of an --http-get answer searched for its status line's end
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
         conv.send(engine.take_output())
     except NetworkError as exc:   # the server closed after the handshake
         return f"not sent ({exc})"
-    while b"\n" not in engine.application_data and not engine.peer_closed:
+    while not _status_line_read(engine):
         try:
             if not conv.pump():
                 break
@@ -127,10 +129,21 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
     data = bytes(engine.application_data)
     if not data:
         return "no response (connection closed)"
-    line = data.split(b"\n", 1)[0].rstrip(b"\r")
+    line, end, _ = data.partition(b"\n")
+    if not end and len(data) > STATUS_LINE_MAX:
+        return f"not HTTP: no line end in the first {len(data)} bytes the server answered " \
+            f"({quoted_bytes(data[:40])}...)"
+    line = line.rstrip(b"\r")
     if not line.startswith(b"HTTP/"):   # an SMTP banner of an implicit-TLS port, say
         return f"not HTTP: the server answered {quoted_bytes(line)}"
     return line.decode("latin-1")[:200]
+
+
+def _status_line_read(engine: ClientHandshake) -> bool:
+    """The answer's first line is in (or the server closed, or sent more than a status line
+    holds without a line end: reading on to --max-bytes would tell nothing more)."""
+    data = engine.application_data
+    return b"\n" in data or len(data) > STATUS_LINE_MAX or engine.peer_closed
 
 
 def _close(conv: _Conversation) -> None:
@@ -150,10 +163,16 @@ def _drain(conv: _Conversation) -> HandshakeFailure | None:
     Returns the alert that took the completed handshake back (TLS 1.3: the server checks
     our Finished, and our empty Certificate, only after we sent them), or a protocol error
     in what the server sent after the handshake (a malformed NewSessionTicket); a late
-    network error or close leaves the handshake result standing."""
+    network error or close leaves the handshake result standing. Application data ends the
+    drain: the server accepted the handshake and goes on with its answer (the body of an
+    --http-get response, however long: not ours to read to the end, nor to count against
+    --max-bytes)."""
+    answered = len(conv.engine.application_data)
     while not conv.engine.peer_closed and not conv.eof:
         try:   # each read waits at most DRAIN_TIMEOUT, as a per-read timeout would
             if not conv.pump(min(conv.deadline, time.monotonic() + DRAIN_TIMEOUT)):
+                return None
+            if len(conv.engine.application_data) > answered:
                 return None
         except NetworkError:
             return None
@@ -214,7 +233,7 @@ def _probe(target: Target, options: ProbeOptions, connect: Connector | None) -> 
     deadline = options.deadline if options.deadline is not None else t0 + total
     if deadline <= t0:   # our own start-up used the time: say so, do not blame the server
         return ProbeRun(facts.result_from(engine, target, None, error=(
-            (f"{target.display}: timed out: the total time limit of {total:.1f} s was used up "
+            (f"{target.display}: timed out: the total time limit of {seconds_text(total)} s was used up "
             f"by tlsprobe's own start-up ({t0 - deadline + total:.1f} s; a busy machine?) "
             "before connecting"), FailureKind.NETWORK)), [])
     connector = connect or tcp_connector(options, total)
@@ -254,7 +273,7 @@ def _probe(target: Target, options: ProbeOptions, connect: Connector | None) -> 
                 except NetworkError:
                     pass
             except WorkDeadline as exc:   # CPU work on the server's parameters ran out of time
-                error = (f"{target.display}: {exc} (total time limit of {total:.1f} s)",
+                error = (f"{target.display}: {exc} (total time limit of {seconds_text(total)} s)",
                          exc.kind)
             except NetworkError as exc:
                 before = engine.messages.server_hello is None and engine.messages.hrr is None

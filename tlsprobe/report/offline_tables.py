@@ -354,7 +354,8 @@ def _no_alpn(r: ConnectionReport) -> str:
     """The ALPN cell without a protocol: none chosen, or (TLS 1.3 not decrypted: the
     server's choice is in its EncryptedExtensions) not visible."""
     if r.version is None or r.version.id < 0x0304 or r.decrypted:
-        return "(none)"
+        from tlsprobe.model.describe import alpn_text
+        return alpn_text(r.version, None, r.messages)
     if r.protocol == "quic":
         return "(not visible: TLS 1.3 encrypts it, in QUIC Handshake packets, which " \
             "tlsprobe does not decrypt)"

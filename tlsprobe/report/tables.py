@@ -9,7 +9,7 @@ from typing import IO
 from rich.table import Table
 from rich.text import Text
 
-from tlsprobe.model.describe import hello_retry_text
+from tlsprobe.model.describe import alpn_text, hello_retry_text
 from tlsprobe.model.probe import CertificateInfo, Codepoint, KeyExchange, ProbeResult
 from tlsprobe.model.units import host_port
 from tlsprobe.report.cert_facts import s_client_lines
@@ -20,6 +20,7 @@ SOURCES = {"key_share": "TLS 1.3 key_share", "hello_retry_request":
            "TLS 1.3 key_share after HelloRetryRequest", "server_key_exchange":
            "TLS 1.2 ServerKeyExchange", "dhe_parameters": "TLS 1.2 ServerKeyExchange DH parameters",
            "rsa": "RSA key transport (no ephemeral key)", "none": "no ServerKeyExchange",
+           "not_reached": "not known: the handshake ended before the ServerKeyExchange",
            "not_captured": "ServerKeyExchange not captured (capture gap)",
            "malformed": "key_share extension malformed (group not known)"}
 #: SubjectAltNames listed per certificate before "... N more"
@@ -108,7 +109,7 @@ def _negotiated_rows(r: ProbeResult, full: bool) -> list[Row]:
     if r.signature_scheme:
         rows.append(("Signature scheme", r.signature_scheme.label()))
     if r.version is not None:
-        rows.append(("ALPN", r.alpn or "(none)"))
+        rows.append(("ALPN", alpn_text(r.version, r.alpn, r.messages)))
     if r.session_ticket_lifetime is not None:
         rows.append(("Session ticket", f"lifetime {r.session_ticket_lifetime} s"))
     return rows

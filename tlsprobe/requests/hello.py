@@ -149,6 +149,9 @@ def alpn(given: Sequence[str] | str, names: Names) -> tuple[str, ...]:
     offers none."""
     protocols = tuple(split(given)) if isinstance(given, str) else tuple(given)
     option = names("alpn")
+    if isinstance(given, str) and given.strip() and not protocols:   # ',' or ':': a slip
+        raise UsageError(f"{option}: empty list {given!r}; give at least one protocol id, "
+                         "e.g. h2,http/1.1 (or '' to offer none)")
     for proto in protocols:
         if not proto or not proto.isascii() or not proto.isprintable() or " " in proto:
             raise UsageError(f"{option}: {proto[:40]!r} is not a printable ASCII protocol id "

@@ -34,6 +34,7 @@ from tlsprobe.engine.config import ClientConfig, conformant_shares
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.kex.dhprime import work_deadline
+from tlsprobe.model.units import seconds_text
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.pacing import Pacing, Watch, Watched
 from tlsprobe.net.recording import TAPE, Recording, Tape, taping
@@ -373,7 +374,7 @@ class Scheduler:
         retry (a reset, a per-read timeout), or inconclusive (the total limit)."""
         if exc.cause == "deadline":
             # A server that trickles bytes: not retried, the answer stays open.
-            limit = f"total time limit of {TOTAL_FACTOR * self.timeout:.1f} s per " \
+            limit = f"total time limit of {seconds_text(TOTAL_FACTOR * self.timeout)} s per " \
                 "connection reached"
             if hs.messages.server_hello is not None:
                 return outcome_of(hs, reason=limit)

@@ -1,0 +1,144 @@
+"""A handshake that ends early establishes no absence of what would have come later.
+
+Scripted servers send real messages up to a point, then a fatal alert; the probe (and
+`tlsprobe pcap` on the probe's own --pcap-out and --keylog) must not report as absent what
+the server never got to send: the TLS 1.3 ALPN choice (in EncryptedExtensions), a TLS 1.2
+ServerKeyExchange, a TLS 1.2 CertificateStatus the ServerHello announced. Each has a
+control where the server's flight went past the message's place and its absence is a fact.
+(Before: "ALPN (none)", "Key exchange ECDHE, no ServerKeyExchange" and "OCSP announced
+(status_request), no CertificateStatus" for servers that had stopped before.)"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tlsprobe.wire import ClientHello
+from tlsprobe.wire import extensions as ext
+
+from .catalog import HOLD
+from .runner import ProbeOutcome, run_tlsprobe
+from .server import Conn, HostileServer, Script
+from .tls import (
+    CCS,
+    TLS12_SUITE,
+    Tls12Server,
+    Tls13Server,
+    alert,
+    certificate_12,
+    handshake_records,
+    identity,
+    record,
+    server_hello,
+)
+
+FATAL, HANDSHAKE_FAILURE, STATUS_REQUEST = 2, 40, 5
+
+
+async def tls13_alert_after_server_hello(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls13Server(ch, conn.hello_raw[-1])
+    await conn.send(handshake_records(tls.server_hello) + alert(FATAL, HANDSHAKE_FAILURE))
+    await conn.hold(HOLD)
+
+
+async def tls13_alert_after_encrypted_extensions(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls13Server(ch, conn.hello_raw[-1])
+    await conn.send(handshake_records(tls.server_hello) + record(CCS, b"\x01")
+                    + tls.encrypt(tls.encrypted_extensions())
+                    + tls.encrypt(bytes([FATAL, HANDSHAKE_FAILURE]), content_type=21))
+    await conn.hold(HOLD)
+
+
+async def tls12_alert_after_server_hello(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls12Server(ch, conn.hello_raw[-1])
+    await conn.send(handshake_records(tls.flight[0]) + alert(FATAL, HANDSHAKE_FAILURE))
+    await conn.hold(HOLD)
+
+
+async def tls12_no_server_key_exchange(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls12Server(ch, conn.hello_raw[-1])
+    server_hello_, certificate, _, done = tls.flight
+    await conn.send(handshake_records(server_hello_, certificate, done))
+    await conn.hold(HOLD)
+
+
+def _announcing(tls: Tls12Server, ch: ClientHello) -> bytes:
+    """The flight's ServerHello again, with an empty status_request extension."""
+    exts = [ext.renegotiation_info(), ext.ec_point_formats(), ext.Extension(STATUS_REQUEST)]
+    return server_hello(ch, suite=TLS12_SUITE, random=tls.random, extensions=exts)
+
+
+async def tls12_status_announced_alert_after_certificate(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls12Server(ch, conn.hello_raw[-1])
+    await conn.send(handshake_records(_announcing(tls, ch), certificate_12([identity().der]))
+                    + alert(FATAL, HANDSHAKE_FAILURE))
+    await conn.hold(HOLD)
+
+
+async def tls12_status_announced_never_sent(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls12Server(ch, conn.hello_raw[-1])
+    await conn.send(handshake_records(_announcing(tls, ch), *tls.flight[1:]))
+    await conn.hold(HOLD)
+
+
+def _row(out: ProbeOutcome, label: str) -> str:
+    """The value of the first summary row named `label`."""
+    for line in out.stdout.splitlines():
+        if line.startswith(label + " "):
+            return line[len(label):].strip()
+    raise AssertionError(f"no {label} row in:\n{out.stdout}\n{out.stderr}")
+
+
+def _probe(server: HostileServer, script: Script, *args: str) -> ProbeOutcome:
+    listener = server.serve(script)
+    return run_tlsprobe(f"127.0.0.1:{listener.port}", "--timeout", "5", *args,
+                        hard_timeout=60.0)
+
+
+def test_tls13_alpn_not_known_before_encrypted_extensions(hostile_server: HostileServer,
+                                                           tmp_path: Path) -> None:
+    pcap, keylog = tmp_path / "early.pcap", tmp_path / "keys.log"
+    out = _probe(hostile_server, tls13_alert_after_server_hello, "--pcap-out", str(pcap),
+                 "--keylog", str(keylog))
+    assert out.returncode == 5, out.stderr
+    assert _row(out, "ALPN").startswith("(not known: no EncryptedExtensions"), out.stdout
+    offline = run_tlsprobe("pcap", str(pcap), "--keylog", str(keylog), "--details",
+                           hard_timeout=60.0)
+    assert offline.returncode == 0, offline.stderr
+    assert _row(offline, "ALPN").startswith("(not known: no EncryptedExtensions"), \
+        offline.stdout
+    control = _probe(hostile_server, tls13_alert_after_encrypted_extensions)
+    assert control.returncode == 5, control.stderr
+    assert _row(control, "ALPN") == "(none)", control.stdout
+
+
+def test_tls12_server_key_exchange_not_known_before_its_place(
+        hostile_server: HostileServer, tmp_path: Path) -> None:
+    pcap = tmp_path / "early.pcap"
+    out = _probe(hostile_server, tls12_alert_after_server_hello, "--tls1_2",
+                 "--pcap-out", str(pcap))
+    assert out.returncode == 5, out.stderr
+    not_known = "ECDHE, not known: the handshake ended before the ServerKeyExchange"
+    assert _row(out, "Key exchange") == not_known, out.stdout
+    offline = run_tlsprobe("pcap", str(pcap), "--details", hard_timeout=60.0)
+    assert _row(offline, "Key exchange") == not_known, offline.stdout
+    control = _probe(hostile_server, tls12_no_server_key_exchange, "--tls1_2")
+    assert control.returncode == 6, control.stderr
+    assert _row(control, "Key exchange") == "ECDHE, no ServerKeyExchange", control.stdout
+
+
+def test_tls12_certificate_status_not_known_before_its_place(
+        hostile_server: HostileServer) -> None:
+    out = _probe(hostile_server, tls12_status_announced_alert_after_certificate, "--tls1_2")
+    assert out.returncode == 5, out.stderr
+    assert _row(out, "OCSP") == ("announced (status_request); the handshake ended before "
+                                 "its CertificateStatus"), out.stdout
+    control = _probe(hostile_server, tls12_status_announced_never_sent, "--tls1_2",
+                     "--first-flight-only")
+    assert control.returncode == 0, control.stderr
+    assert _row(control, "OCSP") == "announced (status_request), no CertificateStatus", \
+        control.stdout
