@@ -31,7 +31,7 @@ from tlsprobe.net.quic_conn import MAX_PACKETS, QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
-from tlsprobe.net.tcp import Target, cause_of, resolve
+from tlsprobe.net.tcp import Target, cause_of, describe_os_error, resolve
 from tlsprobe.net.transport import Connector, Transport
 from tlsprobe.session.flow import MAX_MESSAGE
 
@@ -241,7 +241,7 @@ class QuicTransport(QuicCore, Transport):
 def _text(exc: OSError) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused (ICMP port unreachable: nothing listens on that UDP port)"
-    return (exc.strerror or str(exc) or exc.__class__.__name__).lower()
+    return describe_os_error(exc)
 
 
 def quic_connector(timeout: float, read_timeout: float | None = None,
