@@ -322,7 +322,7 @@ class StartTls:
                                       f"longer than {limit} bytes ({quote(buf[start:])}) "
                                       f"in {request.waiting}")
             return b"", None, 0
-        return bytes(buf[start:found.end()]), None, found.end()
+        return bytes(buf[0 if request.text else start:found.end()]), None, found.end()
 
 
 class StartTlsError(TlsprobeError):
