@@ -218,3 +218,27 @@ def test_table_names_tell_every_profile_apart(tls_server, run_cli, tmp_path: Pat
     for name in ("<td>curl 7.68.0</td>", "<td>Internet Explorer 8.0 (Windows 7)</td>",
                  "<td>Internet Explorer 8.0 (Windows XP)</td>"):
         assert name in page
+
+
+DRAFT_CLIENTS = ("cap-chrome-55-canary", "cap-chrome-63-canary", "cap-chrome-67-canary",
+                 "cap-firefox-52a1")
+
+
+def test_draft_tls13_clients_take_a_marked_tls12_answer(tls_server, run_cli) -> None:
+    """Chrome Canary 55/63/67 and Firefox Nightly 52 offer pre-RFC TLS 1.3 (draft 16, the
+    0x7e01/0x7e02 experiment, draft 23) beside TLS 1.2. A TLS 1.3 server (OpenSSL 3) answers
+    them with TLS 1.2 and the downgrade sentinel in its random (RFC 8446 4.1.3), which the
+    drafts tell draft implementations not to check ("a pre-RFC client connecting to RFC
+    servers ... will appear to downgrade to TLS 1.2"): these clients connect. tlsprobe
+    refused the answer as a downgrade ("carries the downgrade sentinel for TLS 1.2 although
+    a higher version was offered"), each client inconclusive."""
+    server = tls_server("openssl")
+    code, out, err = run_cli("clients", f"127.0.0.1:{server.port}", "--profiles",
+                             ",".join(DRAFT_CLIENTS + ("chromium-156-debian12",)), "--json")
+    assert code == 0, err
+    got = {c["profile"]: c for c in json.loads(out)["clients"]}
+    for profile in DRAFT_CLIENTS:
+        assert (got[profile]["status"], got[profile]["version_name"]) == \
+            ("connected", "TLS 1.2"), got[profile]
+        assert "sentinel" not in (got[profile]["detail"] or ""), got[profile]
+    assert got["chromium-156-debian12"]["version_name"] == "TLS 1.3"
