@@ -242,3 +242,28 @@ def test_draft_tls13_clients_take_a_marked_tls12_answer(tls_server, run_cli) -> 
             ("connected", "TLS 1.2"), got[profile]
         assert "sentinel" not in (got[profile]["detail"] or ""), got[profile]
     assert got["chromium-156-debian12"]["version_name"] == "TLS 1.3"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (b'{"source": 5}', "p.json: not a client profile ('source' is not an object)"),
+    (b"[1, 2]", "p.json: not a client profile (a JSON object, not list)"),
+    (b'{"id": "x"}', "p.json: not a client profile: no 'source' field"),
+    (b"{bad", "p.json: not a client profile (Expecting property name"),
+    (b"\xff\xfe", "p.json: not a client profile ('utf-8' codec can't decode"),
+], ids=["source-not-object", "a-list", "field-missing", "not-json", "not-utf8"])
+@pytest.mark.parametrize("command", ["clients", "scan"])
+def test_a_profiles_dir_file_that_is_no_profile_is_named(run_cli, tmp_path: Path, text: bytes,
+                                                         message: str, command: str) -> None:
+    """A --profiles-dir file that is no profile is a usage error naming the file and what
+    is wrong, before any connection: a 'source' that is no object was an internal error
+    (exit 70, "AttributeError: 'int' object has no attribute 'get'"), a missing field said
+    only "'source'", and no message named the file."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "p.json").write_bytes(text)
+    words = ("--clients",) if command == "scan" else ()
+    code, out, err = run_cli(command, "127.0.0.1:1", *words, "--profiles-dir", folder)
+    assert (code, out) == (2, ""), err
+    assert err.startswith(f"tlsprobe: error: cannot read the client profiles in {folder}: "
+                          f"{message}"), err
+    assert len(err.strip().splitlines()) == 1
