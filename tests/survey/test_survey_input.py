@@ -148,6 +148,30 @@ def test_a_manifest_of_other_arguments_is_refused(tmp_path):
     assert json.loads((out / "_manifest.json").read_text()) == manifest
 
 
+@pytest.mark.parametrize("damage, problem", [
+    ({"identity": [1]}, "identity is not an object"),
+    ({"shards": 5}, "shards is not a list of named shards"),
+    ({"shards": [{"name": 5}]}, "shards is not a list of named shards"),
+    ({"done": 7}, "done is not a list of shard names"),
+    ({"arguments": "x"}, "arguments is not an object"),
+], ids=["identity", "shards", "shard-name", "done", "arguments"])
+@pytest.mark.parametrize("form", ["run", "summary", "diff"])
+def test_a_damaged_manifest_is_one_line_exit_2(tmp_path, damage, problem, form):
+    """A manifest whose members are of other types (a damaged or hand-edited file): the run
+    and `survey summary` failed with an internal error (exit 70: "'list' object has no
+    attribute 'get'", "object of type 'int' has no len()")."""
+    out = tmp_path / "o"
+    first = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress", tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    path = out / "_manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **damage}))
+    words = {"run": ("127.0.0.1/32:1", "--out", out, "--no-progress"),
+             "summary": ("summary", out), "diff": ("diff", out, out)}[form]
+    proc = cli("survey", *words, tmp_path=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == f"tlsprobe: error: {path}: not a survey manifest ({problem})\n"
+
+
 @pytest.mark.parametrize("args", [["127.0.0.1/32:1", "--out", "{tmp}/o"],
                                   ["summary", "{tmp}"]])
 def test_without_pyarrow_survey_names_the_extra(args, tmp_path):
