@@ -267,3 +267,25 @@ def test_a_profiles_dir_file_that_is_no_profile_is_named(run_cli, tmp_path: Path
     assert err.startswith(f"tlsprobe: error: cannot read the client profiles in {folder}: "
                           f"{message}"), err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_html_escapes_a_profile_s_control_characters(tls_server, run_cli, tmp_path: Path) -> None:
+    """A profile's client name (a --profiles-dir file's text) with a terminal escape, a BEL
+    and a line break: the HTML table (clients --html, scan --clients --html) wrote them as
+    they were (html.escape leaves control characters); now escaped as in every other
+    output."""
+    server = tls_server("openssl")
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    data = json.loads((DATA / "test-curl.json").read_text())
+    data.update(id="test-evil", client="Evil\x1b]0;title\x07Client", version="1\r\n2")
+    (folder / "test-evil.json").write_text(json.dumps(data))
+    target = f"127.0.0.1:{server.port}"
+    for words in (("clients", target), ("scan", target, "--clients", "--checks", "versions",
+                                         "--no-progress", "--no-policy")):
+        page = tmp_path / f"{words[0]}.html"
+        code, _out, err = run_cli(*words, "--profiles-dir", folder, "--html", page)
+        assert code == 0, err
+        text = page.read_text()
+        assert r"Evil\x1b]0;title\x07Client 1\r\n2" in text
+        assert not any(ch in text for ch in "\x1b\x07\r"), words
