@@ -295,3 +295,21 @@ def test_a_cidr_larger_than_a_survey_holds_is_refused_at_once(spec, words, tmp_p
     line, = proc.stderr.splitlines()
     assert words in line and "split it into several surveys" in line
     assert after.ru_utime - before.ru_utime < 5 and not (tmp_path / "o").exists()
+
+
+def test_diff_of_a_survey_stopped_before_its_first_shard_says_so(tmp_path):
+    """A survey stopped before any shard was written holds its manifest and no shard file:
+    `survey diff` called it "not the output folder of tlsprobe survey"."""
+    out = tmp_path / "o"
+    first = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress", tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    manifest = json.loads((out / "_manifest.json").read_text())
+    (stopped / "_manifest.json").write_text(json.dumps({**manifest, "done": []}))
+    (stopped / "_jsonl").mkdir()
+    proc = cli("survey", "diff", stopped, out, tmp_path=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == (f"tlsprobe: error: {stopped}: no shard of this survey is done yet "
+                           "(a run stopped before its first shard): resume it with the same "
+                           "command\n")
