@@ -5,9 +5,12 @@ against a server that accepts and never answers going for more than a quarter of
 at the default --timeout 5."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from . import scenarios_transport as st
+from .catalog import all_scenarios
 from .runner import run_tlsprobe
 from .server import Conn, HostileServer
 
@@ -56,3 +59,28 @@ def test_a_reset_is_said_in_tlsprobe_s_own_words(hostile_server: HostileServer,
     assert out.stderr_lines and "connection reset by peer" in out.stderr_lines[0], context
     assert out.stderr_lines[0].count(where) == 1, context
     assert "Connection reset" not in out.stdout + out.stderr, context
+
+
+@pytest.mark.parametrize("name, said", [
+    ("close_after_serverhello_12", "server closed the connection before sending the rest of "
+                                   "its flight"),
+    ("close_after_certificate_12", "server closed the connection before sending the rest of "
+                                   "its flight"),
+    ("tls13_close_after_ee", "server closed the connection before sending its Finished"),
+    ("rst_mid_flight", "connection reset by peer"),
+])
+def test_a_flight_the_server_cuts_off_is_not_connected(hostile_server: HostileServer,
+                                                       name: str, said: str) -> None:
+    """A server that closes or resets the connection inside its first flight (after its
+    ServerHello): no client connects to that, yet the simulation said "connected" with the
+    close as a note. What the ServerHello chose is stated; the verdict is inconclusive."""
+    script = next(s.script for s in all_scenarios() if s.name == name)
+    listener = hostile_server.serve(script)
+    out = run_tlsprobe("clients", f"127.0.0.1:{listener.port}", "--profiles", "chromium-156",
+                       "--no-verify", "--timeout", "3", "--json", hard_timeout=60.0)
+    assert out.returncode == 0, out.stderr
+    (sim,) = json.loads(out.stdout)["clients"]
+    assert sim["status"] == "inconclusive", sim
+    assert sim["version_name"] == ("TLS 1.3" if name.startswith("tls13") else "TLS 1.2"), sim
+    assert sim["detail"] == (f"after its ServerHello: {said}: whether this client connects "
+                             "is not established"), sim
