@@ -109,7 +109,7 @@ def rows_table(data: bytes) -> Any:
                                        unexpected_field_behavior="error"))
 
 
-def _manifest_problem(data: dict[str, Any]) -> str:
+def _manifest_problem(data: dict[str, object]) -> str:
     """What makes a manifest's members unusable ("" when nothing does): the types the
     runs, `survey summary` and `survey diff` read them as."""
     for key in ("identity", "arguments"):

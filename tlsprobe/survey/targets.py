@@ -12,7 +12,6 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tlsprobe.errors import UsageError
 from tlsprobe.net.targets import BadLine, read_target_file
@@ -144,7 +143,7 @@ def shard_targets(targets: list[Target], size: int,
 
 
 def older_plan(spelled: list[Target], size: int, old_identity: object,
-               identity: dict[str, Any]) -> tuple[dict[str, Any], list[Shard]] | None:
+               identity: dict[str, object]) -> tuple[dict[str, object], list[Shard]] | None:
     """The identity and shards of a survey folder an older tlsprobe began on these very
     targets, when `old_identity` (its manifest's) is that: it surveyed each spelling of a
     host as a target of its own and sharded them by spelling. None otherwise. Resumed on
