@@ -313,3 +313,16 @@ def test_diff_of_a_survey_stopped_before_its_first_shard_says_so(tmp_path):
     assert proc.stderr == (f"tlsprobe: error: {stopped}: no shard of this survey is done yet "
                            "(a run stopped before its first shard): resume it with the same "
                            "command\n")
+
+
+def test_a_resumed_survey_all_done_escapes_its_folder_name(tmp_path):
+    """`--out` holding a terminal escape: the line of a resumed run whose shards are all
+    done wrote it raw to stderr ("all 1 shards of .../o\\x1b[31m are done" with a real ESC);
+    every other line shows it escaped."""
+    out = tmp_path / "o\x1b[31mred"
+    for _ in range(2):
+        proc = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress",
+                   tmp_path=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stderr + proc.stdout
+    assert "all 1 shards of" in proc.stderr and "o\\x1b[31mred are done" in proc.stderr

@@ -249,7 +249,7 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
 
     try:
         if not todo:
-            print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
+            print(f"tlsprobe survey: all {len(shards)} shards of {shown(args.out)} are done",
                   file=sys.stderr)
         elif request.scheduler is not None:
             execute.run_on_dask(todo, options, settings, finished,
