@@ -99,7 +99,10 @@ def _stream_error(proto: str, opening: Tag) -> Generator[Request, bytes, Preambl
     conditions: list[str] = []
     said: dict[str, bytes] = {}
     while not opening.empty:
-        tag, before = yield from _next(proto, "the stream error", text=True)
+        # a close before its end still names what it said (the driver's "while we waited")
+        waiting = f"the end of the stream error {quote(' '.join(conditions).encode())}" \
+            if conditions else "the stream error"
+        tag, before = yield from _next(proto, waiting, text=True)
         if tag.local == "error" and tag.closing:
             break
         if tag.closing and before.strip():
