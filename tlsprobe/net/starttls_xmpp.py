@@ -5,7 +5,9 @@ The server's side is read one tag at a time (the driver hands over raw tags, see
 small tag parser is enough because XMPP forbids DTDs, comments and entity declarations
 before TLS (RFC 6120 11.1), which the driver refuses outright ("<!"). A stream error whose
 condition says the refusal is for now (RFC 6120 4.9.3: resource-constraint, system-shutdown,
-reset) is `busy`, retried by net/starttls_connect.py.
+reset) is `busy`, retried by net/starttls_connect.py. Any stream error quotes what the server
+said: its condition, the condition's content and its <text> (escaped, bounded), with what to
+change where the condition points at our `to=` domain (host-unknown: --xmpp-host).
 """
 
 from __future__ import annotations
