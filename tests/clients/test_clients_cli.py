@@ -218,3 +218,74 @@ def test_table_names_tell_every_profile_apart(tls_server, run_cli, tmp_path: Pat
     for name in ("<td>curl 7.68.0</td>", "<td>Internet Explorer 8.0 (Windows 7)</td>",
                  "<td>Internet Explorer 8.0 (Windows XP)</td>"):
         assert name in page
+
+
+DRAFT_CLIENTS = ("cap-chrome-55-canary", "cap-chrome-63-canary", "cap-chrome-67-canary",
+                 "cap-firefox-52a1")
+
+
+def test_draft_tls13_clients_take_a_marked_tls12_answer(tls_server, run_cli) -> None:
+    """Chrome Canary 55/63/67 and Firefox Nightly 52 offer pre-RFC TLS 1.3 (draft 16, the
+    0x7e01/0x7e02 experiment, draft 23) beside TLS 1.2. A TLS 1.3 server (OpenSSL 3) answers
+    them with TLS 1.2 and the downgrade sentinel in its random (RFC 8446 4.1.3), which the
+    drafts tell draft implementations not to check ("a pre-RFC client connecting to RFC
+    servers ... will appear to downgrade to TLS 1.2"): these clients connect. tlsprobe
+    refused the answer as a downgrade ("carries the downgrade sentinel for TLS 1.2 although
+    a higher version was offered"), each client inconclusive."""
+    server = tls_server("openssl")
+    code, out, err = run_cli("clients", f"127.0.0.1:{server.port}", "--profiles",
+                             ",".join(DRAFT_CLIENTS + ("chromium-156-debian12",)), "--json")
+    assert code == 0, err
+    got = {c["profile"]: c for c in json.loads(out)["clients"]}
+    for profile in DRAFT_CLIENTS:
+        assert (got[profile]["status"], got[profile]["version_name"]) == \
+            ("connected", "TLS 1.2"), got[profile]
+        assert "sentinel" not in (got[profile]["detail"] or ""), got[profile]
+    assert got["chromium-156-debian12"]["version_name"] == "TLS 1.3"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (b'{"source": 5}', "p.json: not a client profile ('source' is not an object)"),
+    (b"[1, 2]", "p.json: not a client profile (a JSON object, not list)"),
+    (b'{"id": "x"}', "p.json: not a client profile: no 'source' field"),
+    (b"{bad", "p.json: not a client profile (Expecting property name"),
+    (b"\xff\xfe", "p.json: not a client profile ('utf-8' codec can't decode"),
+], ids=["source-not-object", "a-list", "field-missing", "not-json", "not-utf8"])
+@pytest.mark.parametrize("command", ["clients", "scan"])
+def test_a_profiles_dir_file_that_is_no_profile_is_named(run_cli, tmp_path: Path, text: bytes,
+                                                         message: str, command: str) -> None:
+    """A --profiles-dir file that is no profile is a usage error naming the file and what
+    is wrong, before any connection: a 'source' that is no object was an internal error
+    (exit 70, "AttributeError: 'int' object has no attribute 'get'"), a missing field said
+    only "'source'", and no message named the file."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    (folder / "p.json").write_bytes(text)
+    words = ("--clients",) if command == "scan" else ()
+    code, out, err = run_cli(command, "127.0.0.1:1", *words, "--profiles-dir", folder)
+    assert (code, out) == (2, ""), err
+    assert err.startswith(f"tlsprobe: error: cannot read the client profiles in {folder}: "
+                          f"{message}"), err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_html_escapes_a_profile_s_control_characters(tls_server, run_cli, tmp_path: Path) -> None:
+    """A profile's client name (a --profiles-dir file's text) with a terminal escape, a BEL
+    and a line break: the HTML table (clients --html, scan --clients --html) wrote them as
+    they were (html.escape leaves control characters); now escaped as in every other
+    output."""
+    server = tls_server("openssl")
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    data = json.loads((DATA / "test-curl.json").read_text())
+    data.update(id="test-evil", client="Evil\x1b]0;title\x07Client", version="1\r\n2")
+    (folder / "test-evil.json").write_text(json.dumps(data))
+    target = f"127.0.0.1:{server.port}"
+    for words in (("clients", target), ("scan", target, "--clients", "--checks", "versions",
+                                         "--no-progress", "--no-policy")):
+        page = tmp_path / f"{words[0]}.html"
+        code, _out, err = run_cli(*words, "--profiles-dir", folder, "--html", page)
+        assert code == 0, err
+        text = page.read_text()
+        assert r"Evil\x1b]0;title\x07Client 1\r\n2" in text
+        assert not any(ch in text for ch in "\x1b\x07\r"), words

@@ -7,5 +7,6 @@
 - `own_captures`: real handshake bytes from the project's own captures/;
 - `shared_data`: the one way to find ../shared (corpus, IANA copies, lab DH) and to fail
   clearly when it is absent;
-- `early_mypy`: the `mypy --strict` run started beside the suite (tests/project/test_typing.py).
+- `early_mypy`: the `mypy --strict` run started beside the suite (tests/project/test_typing.py);
+- `accepting`: a scripted loopback server's accept loop, step player and one-line check.
 """

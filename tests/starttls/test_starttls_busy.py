@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers.accepting import Accepting, Step, one_stderr_line, play_steps
 from tests.helpers.servers import CertSet
 
 from tests.starttls.dialogue import (SERVER_HEAD, TLS_FEATURE, ldap_response, mysql_error,
@@ -30,7 +31,6 @@ Cli = Callable[..., Any]
 REPO = Path(__file__).resolve().parents[2]
 # a step of the server's side: ("line", _) reads a line, ("exact", n) n bytes, ("upto", b)
 # up to and including b, ("send", data) sends
-Step = tuple[str, Any]
 
 SMTP_OK: list[Step] = [("send", b"220 mx ESMTP\r\n"), ("line", 0),
                        ("send", b"250-mx\r\n250 STARTTLS\r\n"), ("line", 0),
@@ -115,31 +115,12 @@ class Busy:
 def busy_server(certs: CertSet) -> Iterator[Callable[..., Busy]]:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(str(certs["rsa"].chain), str(certs["rsa"].key))
-    stop = threading.Event()
-    listeners: list[socket.socket] = []
-
-    def play(conn: socket.socket, steps: list[Step]) -> None:
-        """Read no byte beyond the step's (MySQL's client sends its ClientHello right
-        after the SSL request: those bytes are the TLS handshake's)."""
-        for kind, arg in steps:
-            if kind == "send":
-                conn.sendall(arg)
-                continue
-            end = {"line": b"\n", "upto": arg}.get(kind)
-            buf = b""
-            while len(buf) < arg if kind == "exact" else not buf.endswith(end):
-                chunk = conn.recv(arg - len(buf) if kind == "exact" else 1)
-                if not chunk:
-                    raise ConnectionError("client closed")
-                buf += chunk
+    servers: list[Accepting] = []
 
     def start(case: str, refusals: int = 10 ** 6, concurrent: int = 0,
               after: int = 0) -> Busy:
         _, busy_steps, ok_steps, _ = SCRIPTS[case]
-        listener = socket.create_server(("127.0.0.1", 0))
-        listener.settimeout(0.2)
-        listeners.append(listener)
-        state = Busy(listener.getsockname()[1])
+        state = Busy(0)
         open_now = [0]
 
         def serve(conn: socket.socket) -> None:
@@ -153,12 +134,12 @@ def busy_server(certs: CertSet) -> Iterator[Callable[..., Busy]]:
                 state.refused += refuse
             try:
                 if refuse:
-                    play(conn, busy_steps)
+                    play_steps(conn, busy_steps)
                     conn.settimeout(2)
                     while conn.recv(4096):   # until the client closes
                         pass
                     return
-                play(conn, ok_steps)
+                play_steps(conn, ok_steps)
                 with context.wrap_socket(conn, server_side=True) as tls:
                     with state.lock:
                         state.handshakes += 1
@@ -171,28 +152,14 @@ def busy_server(certs: CertSet) -> Iterator[Callable[..., Busy]]:
                     open_now[0] -= 1
                 conn.close()
 
-        def accept() -> None:
-            while not stop.is_set():
-                try:
-                    conn, _ = listener.accept()
-                except TimeoutError:
-                    continue
-                except OSError:
-                    return
-                threading.Thread(target=serve, args=(conn,), daemon=True).start()
-        threading.Thread(target=accept, daemon=True).start()
+        server = Accepting(serve)
+        servers.append(server)
+        state.port = server.port
         return state
 
     yield start
-    stop.set()
-    for listener in listeners:
-        listener.close()
-
-
-def _one_line(stderr: str) -> str:
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in stderr, stderr
-    return lines[0]
+    for server in servers:
+        server.close()
 
 
 @pytest.mark.parametrize("case", sorted(SCRIPTS))
@@ -219,7 +186,7 @@ def test_probe_still_refused_is_exit_3(busy_server: Callable[..., Busy], run_cli
     res = run_cli(f"127.0.0.1:{server.port}", "--starttls", proto, "--json",
                   "--timeout", "1.5", timeout=4.5 + 25)
     assert res.returncode == 3, res.stderr
-    line = _one_line(res.stderr)
+    line = one_stderr_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{server.port}: {text}"), line
     assert "still refused after" in line and line.endswith("try again later)"), line
     data = json.loads(res.stdout)
@@ -259,7 +226,7 @@ def test_scan_still_refused_is_the_targets_error(busy_server: Callable[..., Busy
     report = json.loads(res.stdout)
     assert report["error_kind"] == "network"
     assert text in report["error"] and "still refused after" in report["error"]
-    line = _one_line(res.stderr)
+    line = one_stderr_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{server.port}: ") and text in line, line
     assert server.handshakes == 0 and server.connections >= 2
 
@@ -339,7 +306,7 @@ def test_probe_keeps_the_documented_reserve_for_the_next_attempt(
     res = run_cli(f"127.0.0.1:{server.port}", "--starttls", "smtp", "--timeout", "1",
                   timeout=30)
     assert res.returncode == 3, res.stderr
-    assert "try again later)" in _one_line(res.stderr)
+    assert "try again later)" in one_stderr_line(res.stderr)
     assert 1 <= server.connections <= 3, server.starts
     for n, (a, b) in enumerate(zip(server.starts, server.starts[1:]), 1):
         assert b - a >= min(BACKOFF.cap, BACKOFF.first * 2 ** (n - 1)), server.starts

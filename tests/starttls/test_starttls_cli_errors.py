@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from tests.helpers.accepting import Accepting, Step, one_stderr_line, play_steps
 from tests.lab_servers.daemons import DaemonFactory
 
 from tlsprobe.commands.starttls_option import spec_for
@@ -39,10 +41,9 @@ def scripted() -> Iterator[Callable[[Script], int]]:
     """`scripted(script)` -> port: a server on 127.0.0.1 playing `script` on every
     connection (a scan opens several), then holding the connection until the client
     closes it (a silent server says nothing at all)."""
-    listeners: list[socket.socket] = []
-    stop = threading.Event()
+    servers: list[Accepting] = []
 
-    def play(conn: socket.socket, script: Script) -> None:
+    def play(conn: socket.socket, script: Script, stop: threading.Event) -> None:
         conn.settimeout(15)
         with conn:
             try:
@@ -61,32 +62,13 @@ def scripted() -> Iterator[Callable[[Script], int]]:
                 return
 
     def start(script: Script) -> int:
-        listener = socket.create_server(("127.0.0.1", 0))
-        listener.settimeout(0.2)
-        listeners.append(listener)
-
-        def accept() -> None:
-            while not stop.is_set():
-                try:
-                    conn, _ = listener.accept()
-                except TimeoutError:
-                    continue
-                except OSError:
-                    return
-                threading.Thread(target=play, args=(conn, script), daemon=True).start()
-        threading.Thread(target=accept, daemon=True).start()
-        return int(listener.getsockname()[1])
+        server = Accepting(lambda conn: play(conn, script, server.stopped))
+        servers.append(server)
+        return server.port
 
     yield start
-    stop.set()
-    for listener in listeners:
-        listener.close()
-
-
-def _one_line(stderr: str) -> str:
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in stderr, stderr
-    return lines[0]
+    for server in servers:
+        server.close()
 
 
 @pytest.mark.parametrize("script,code,kind,text", [
@@ -99,7 +81,7 @@ def test_probe_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
     port = scripted(script)
     res = run_cli(f"127.0.0.1:{port}", "--starttls", "smtp", "--json", "--timeout", "5")
     assert res.returncode == code, res.stderr
-    line = _one_line(res.stderr)
+    line = one_stderr_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ") and text in line, line
     assert line.count(f"127.0.0.1:{port}") == 1, line
     data = json.loads(res.stdout)
@@ -128,7 +110,7 @@ def test_probe_against_a_silent_server_is_a_timeout(scripted: Callable[[Script],
     port = scripted(SILENT)
     res = run_cli(f"127.0.0.1:{port}", "--starttls", "smtp", "--timeout", "1", timeout=30)
     assert res.returncode == 3
-    assert _one_line(res.stderr) == (f"tlsprobe: 127.0.0.1:{port}: smtp: no answer while "
+    assert one_stderr_line(res.stderr) == (f"tlsprobe: 127.0.0.1:{port}: smtp: no answer while "
                                      "waiting for the greeting; the server sent nothing: it "
                                      "may wait for the client to speak first, as a port of "
                                      "implicit TLS does (then run without --starttls) or a "
@@ -152,7 +134,7 @@ def test_scan_failing_target_gets_its_error_others_unaffected(
     assert reports[good]["error"] is None
     tls13 = next(g for g in reports[good]["groups"] if g["version"]["name"] == "TLS 1.3")
     assert [g["name"] for g in tls13["supported"]] == ["secp384r1"]
-    line = _one_line(res.stderr)
+    line = one_stderr_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{bad}: ") and "refused STARTTLS" in line
 
 
@@ -228,7 +210,7 @@ def test_bad_value_on_the_command_line_is_exit_2(run_cli: Cli) -> None:
                  ["127.0.0.1:4433", "--timing", "--starttls", "auto"]):
         res = run_cli(*argv)
         assert res.returncode == 2, (argv, res.stderr)
-        assert _one_line(res.stderr).startswith("tlsprobe: ")
+        assert one_stderr_line(res.stderr).startswith("tlsprobe: ")
 
 
 @pytest.mark.parametrize("script,code,text", [
@@ -240,7 +222,7 @@ def test_timing_preamble_errors(scripted: Callable[[Script], int], run_cli: Cli,
     res = run_cli(f"127.0.0.1:{port}", "--timing", "--starttls", "smtp", "--timeout", "5",
                   timeout=60)
     assert res.returncode == code, res.stderr
-    line = _one_line(res.stderr)
+    line = one_stderr_line(res.stderr)
     assert line.startswith(f"tlsprobe: 127.0.0.1:{port}: ") and text in line, line
     assert line.count(f"127.0.0.1:{port}") == 1, line
 
@@ -278,40 +260,119 @@ def test_a_preamble_the_server_closes_is_closed_in_scan_as_in_the_probe(run_cli:
     """A server that ends every connection in the middle of its EHLO reply: the probe says
     "closed" (exit 5); the scan retried it as a network failure and then reported it as one
     ("network", exit 3), with the same message. Now closed (exit 5) after its retries too."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
             try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
+                conn.sendall(b"220 mx.test ESMTP\r\n")
+                conn.recv(100)   # the EHLO, read: the close is a FIN, not a reset
+                conn.sendall(b"250-mx.test\r\n25")
             except OSError:
-                return
-            with conn:
-                conn.settimeout(5)
-                try:
-                    conn.sendall(b"220 mx.test ESMTP\r\n")
-                    conn.recv(100)   # the EHLO, read: the close is a FIN, not a reset
-                    conn.sendall(b"250-mx.test\r\n25")
-                except OSError:
-                    pass
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    target = f"127.0.0.1:{listener.getsockname()[1]}"
+                pass
+    server = Accepting(serve, threads=False)
+    target = f"127.0.0.1:{server.port}"
     try:
         probe = run_cli(target, "--starttls", "smtp", "--json", "--timeout", "3")
         scan = run_cli("scan", target, "--starttls", "smtp", "--checks", "versions", "--json",
                        "--no-progress", "--no-policy", "--timeout", "3", timeout=120)
     finally:
-        stop.set()
-        thread.join(5)
-        listener.close()
+        server.close()
     said = "smtp: the server closed the connection while we waited for the EHLO reply"
     assert probe.returncode == 5 and json.loads(probe.stdout)["error_kind"] == "closed"
     assert said in probe.stderr
     report = json.loads(scan.stdout)
     assert (scan.returncode, report["error_kind"]) == (5, "closed"), scan.stderr
     assert said in report["error"] and said in scan.stderr
+
+
+@pytest.mark.parametrize("proto", ["xmpp", "xmpp-server"])
+def test_prosody_stream_error_shows_its_condition_text_and_a_hint(
+        daemon: DaemonFactory, run_cli: Cli, proto: str) -> None:
+    """Prosody answers a stream header for a domain it does not serve with a stream error
+    whose <text> says so: the line named the condition alone ("stream error
+    'host-unknown'"); now the server's text too (escaped, bounded) and what to change (the
+    domain, --xmpp-host), exit 5 ("refused"), in the error line, JSON and a scan's report."""
+    server = daemon("prosody")
+    target = f"127.0.0.1:{server.ports[proto]}"
+    # Prosody's own words: "This server does not serve X" (c2s), "This host ..." (s2s)
+    said = re.compile(rf"{proto}: stream error 'host-unknown': 'This (server|host) does not "
+                      r"serve elsewhere\.invalid' \(the server does not serve that domain: "
+                      r"name one it serves with --xmpp-host\)")
+    probe = run_cli(target, "--starttls", proto, "--xmpp-host", "elsewhere.invalid", "--json",
+                    "--timeout", "5")
+    assert probe.returncode == 5, probe.stderr
+    line = one_stderr_line(probe.stderr)
+    assert line.startswith(f"tlsprobe: {target}: ") and said.fullmatch(line.split(": ", 2)[2])
+    data = json.loads(probe.stdout)
+    assert data["error_kind"] == "refused" and data["error"] == line.removeprefix("tlsprobe: ")
+    scan = run_cli("scan", target, "--starttls", proto, "--xmpp-host", "elsewhere.invalid",
+                   "--checks", "versions", "--no-progress", "--no-policy", "--timeout", "5",
+                   timeout=120)
+    assert scan.returncode == 5, scan.stderr
+    assert said.search(" ".join(scan.stdout.split())) and said.search(scan.stderr), scan.stdout
+
+
+XMPP_HEAD_SENT = b"version='1.0'>"
+STREAMS = b"urn:ietf:params:xml:ns:xmpp-streams"
+SERVER_HEAD = (b"<?xml version='1.0'?><stream:stream xmlns='jabber:client' from='localhost' "
+               b"id='x1' xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>")
+
+
+@pytest.mark.parametrize("proto,steps,said", [
+    # a multi-line refusal: the reason was in its first line, only the last was quoted
+    ("smtp", [("send", b"220 mx.test ESMTP\r\n"), ("line", 0),
+              ("send", b"250-mx.test\r\n250 STARTTLS\r\n"), ("line", 0),
+              ("send", b"554-5.7.1 Client host rejected: listed at bl.test\r\n"
+                       b"554 5.7.1 See https://bl.test/\r\n")],
+     "smtp: the server refused STARTTLS: '554-5.7.1 Client host rejected: listed at bl.test"
+     "\\r\\n554 5.7.1 See https://bl.test/'"),
+    ("ftp", [("send", b"220 ftp.test\r\n"), ("line", 0), ("send", b"211 no features\r\n"),
+             ("line", 0), ("send", b"534-Policy: no TLS for \x1b[31myou\r\n534 Denied\r\n")],
+     "ftp: the server refused AUTH TLS: '534-Policy: no TLS for \\x1b[31myou\\r\\n534 "
+     "Denied'"),
+    # a stream error's <text> (and see-other-host's host), escaped and bounded
+    ("xmpp", [("upto", XMPP_HEAD_SENT), ("send", SERVER_HEAD + b"<stream:error>"
+              b"<see-other-host xmlns='" + STREAMS + b"'>[::1]:5999</see-other-host>"
+              b"<text xmlns='" + STREAMS + b"'>moved\x1b]0;x\x07 " + b"A" * 300 + b"</text>"
+              b"</stream:error></stream:stream>")],
+     "xmpp: stream error 'see-other-host': '[::1]:5999': 'moved\\x1b]0;x\\x07 " + "A" * 188 +
+     "'... (the server sends its clients to the host it names)"),
+    ("xmpp", [("upto", XMPP_HEAD_SENT), ("send", SERVER_HEAD + b"<stream:features>"
+              b"<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:features>"),
+              ("upto", b"/>"), ("send", b"<stream:error><policy-violation xmlns='" + STREAMS +
+                                        b"'/><text xml:lang='en' xmlns='" + STREAMS +
+                                        b"'>Encryption is\r\nnot for you</text>"
+                                        b"</stream:error>")],
+     "xmpp: stream error 'policy-violation': 'Encryption is\\r\\nnot for you'"),
+    # a stream error the server cuts off (closes before its end): its condition still said
+    ("xmpp", [("upto", XMPP_HEAD_SENT), ("send", SERVER_HEAD + b"<stream:error><conflict "
+              b"xmlns='" + STREAMS + b"'/>")],
+     "xmpp: the server closed the connection while we waited for the end of the stream "
+     "error 'conflict'"),
+], ids=["smtp-multiline", "ftp-multiline-escape", "xmpp-see-other-host", "xmpp-text",
+        "xmpp-cut-off"])
+def test_a_refusal_shows_what_the_server_said(run_cli: Cli, proto: str,
+                                              steps: list[Step], said: str) -> None:
+    """Every refusal quotes the server's whole answer, escaped and bounded: a multi-line
+    SMTP/FTP reply (only its last line was shown), an XMPP stream error's <text> and the
+    content of its condition (only the condition's name was shown)."""
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            try:
+                play_steps(conn, steps)
+                if b"conflict" not in steps[-1][1]:
+                    conn.recv(100)
+            except OSError:
+                pass
+    server = Accepting(serve)
+    try:
+        res = run_cli(f"127.0.0.1:{server.port}", "--starttls", proto, "--json",
+                      "--timeout", "5")
+    finally:
+        server.close()
+    assert res.returncode == 5, res.stderr
+    assert one_stderr_line(res.stderr) == f"tlsprobe: 127.0.0.1:{server.port}: {said}"
+    data = json.loads(res.stdout)
+    kind = "closed" if "closed the connection" in said else "refused"
+    assert data["error_kind"] == kind and data["error"].endswith(said)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import ssl
@@ -334,8 +335,10 @@ def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Callable[..., Any]) -
      "--starttls imap)"),
     ("dovecot", "pop3", "(a POP3 greeting: a server that upgrades to TLS on request? try "
      "--starttls pop3)"),
-    ("dovecot", "sieve", "(a ManageSieve greeting: a server that upgrades to TLS on request? "
-     "try --starttls sieve)"),
+    # Dovecot greets after its auth process answers: a ClientHello that came first fills
+    # its input buffer, and its one line is then 'BYE "Input buffer full, aborting"'
+    ("dovecot", "sieve", re.compile(r"\(a ManageSieve (greeting|reply): a server that "
+                                    r"upgrades to TLS on request\? try --starttls sieve\)")),
     ("prosody", "xmpp", "(an XMPP stream header: a server that upgrades to TLS on request? try "
      "--starttls xmpp"),
     ("mariadb", "mysql", "(a MySQL or MariaDB greeting: a server that upgrades to TLS on "
@@ -343,7 +346,7 @@ def test_vsftpd_max_per_ip(daemon: DaemonFactory, run_cli: Callable[..., Any]) -
 ])
 def test_plain_probe_of_a_starttls_port_says_which_starttls_to_try(
         daemon: DaemonFactory, run_cli: Callable[..., Any], name: str, port: str,
-        hint: str) -> None:
+        hint: str | re.Pattern[str]) -> None:
     """Without --starttls, a daemon's greeting is not TLS (exit 4): the one line says what
     to do, naming the --starttls protocol its greeting shows (it said only "it sent non-TLS
     data"), on the probe as on a scan."""
@@ -351,7 +354,8 @@ def test_plain_probe_of_a_starttls_port_says_which_starttls_to_try(
     res = run_cli(target, "--no-verify", "--timeout", "5")
     assert res.returncode == 4, res.stderr
     assert res.stderr.startswith(f"tlsprobe: {target}: not a TLS server: it sent ")
-    assert hint in res.stderr and res.stderr.count("\n") == 1, res.stderr
+    found = hint.search(res.stderr) if isinstance(hint, re.Pattern) else hint in res.stderr
+    assert found and res.stderr.count("\n") == 1, res.stderr
     if port == "imap":
         res = run_cli("scan", target, "--no-progress", "--checks", "versions", timeout=120)
         assert res.returncode == 4 and hint in res.stderr, res.stderr

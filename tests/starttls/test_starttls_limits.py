@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.accepting import Accepting
 from tlsprobe.errors import FailureKind, UsageError
 from tlsprobe.net.starttls import (AUTO_PORTS, PROTOCOLS, Limits, Problem, StartTls,
                                    StartTlsError, Status, protocol_for_port, run_preamble)
@@ -107,21 +108,16 @@ def test_auto_port_map_and_unknown_protocols() -> None:
         StartTls("smtps")
 
 
-def _serve(script: Callable[[socket.socket], object]) -> tuple[socket.socket, threading.Thread]:
-    """A one-connection scripted server on 127.0.0.1; returns (listener, thread)."""
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def run() -> None:
-        conn, _ = listener.accept()
+def _serve(script: Callable[[socket.socket], object]) -> Accepting:
+    """A scripted server on 127.0.0.1 playing `script` on each connection, one at a time."""
+    def run(conn: socket.socket) -> None:
         with conn:
             conn.settimeout(5)
             try:
                 script(conn)
             except OSError:
                 pass
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return listener, thread
+    return Accepting(run, threads=False)
 
 
 def _smtp_server(conn: socket.socket) -> None:
@@ -135,8 +131,8 @@ def _smtp_server(conn: socket.socket) -> None:
 
 def test_run_preamble_over_a_socket_and_over_a_channel() -> None:
     for use_channel in (False, True):
-        listener, thread = _serve(_smtp_server)
-        port = listener.getsockname()[1]
+        server = _serve(_smtp_server)
+        port = server.port
         if use_channel:
             stream: object = open_channel(parse_target(f"127.0.0.1:{port}"), timeout=5)
         else:
@@ -146,21 +142,20 @@ def test_run_preamble_over_a_socket_and_over_a_channel() -> None:
         assert [line.sender for line in record.lines] == \
             ["server", "client", "server", "server", "client", "server"]
         stream.close()  # type: ignore[attr-defined]
-        thread.join(5)
-        listener.close()
+        server.close()
 
 
 def test_a_silent_server_fails_at_the_deadline_without_burning_cpu() -> None:
     done = threading.Event()
-    listener, thread = _serve(lambda conn: done.wait(10))
-    sock = socket.create_connection(listener.getsockname(), timeout=5)
+    server = _serve(lambda conn: done.wait(10))
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime
     with pytest.raises(StartTlsError) as caught:
         run_preamble(sock, "imap", time.monotonic() + 0.5)
     cpu = resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu
     done.set()
     sock.close()
-    listener.close()
+    server.close()
     assert caught.value.kind is FailureKind.NETWORK and caught.value.exit_code == 3
     assert str(caught.value).startswith("imap: no answer while waiting for the greeting; the "
                                         "server sent nothing: it may wait for the client")
@@ -187,14 +182,13 @@ def test_a_greeting_that_trickles_without_end_is_no_silence() -> None:
                          (ehlo_trickle, r"smtp: timed out in the EHLO reply: the server sent "
                                         r"2 line\(s\) of it but not its end$")):
         done.clear()
-        listener, thread = _serve(script)
-        sock = socket.create_connection(listener.getsockname(), timeout=5)
+        server = _serve(script)
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
         with pytest.raises(StartTlsError) as caught:
             run_preamble(sock, "smtp", time.monotonic() + 0.6)
         done.set()
         sock.close()
-        thread.join(5)
-        listener.close()
+        server.close()
         assert caught.value.kind is FailureKind.NETWORK and caught.value.exit_code == 3
         assert re.match(text, str(caught.value)), str(caught.value)
 
@@ -212,12 +206,11 @@ def test_a_server_that_closes_or_speaks_another_protocol_over_a_socket() -> None
             ("xmpp", http, FailureKind.NOT_TLS, 4, "not speaking xmpp: it sent an HTTP response"),
             ("smtp", lambda conn: conn.sendall(b"220 mx\r\n" + b"x" * 8000),
              FailureKind.PROTOCOL, 6, "cut off")):
-        listener, thread = _serve(script)
-        sock = socket.create_connection(listener.getsockname(), timeout=5)
+        server = _serve(script)
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
         with pytest.raises(StartTlsError) as caught:
             run_preamble(sock, proto, time.monotonic() + 5)
         sock.close()
-        thread.join(5)
-        listener.close()
+        server.close()
         assert caught.value.kind is kind and caught.value.exit_code == code
         assert text in str(caught.value)

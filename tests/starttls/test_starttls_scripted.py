@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -14,6 +13,7 @@ import pytest
 
 from tlsprobe.errors import FailureKind
 from tlsprobe.net.starttls import Problem, StartTlsError, run_preamble
+from tests.helpers.accepting import Accepting
 from tests.helpers.servers import CertSet
 
 Script = list[tuple[bytes | None, bytes]]   # (line the server expects or None, its answer)
@@ -36,16 +36,12 @@ def scripted(certs: CertSet) -> Iterator[Callable[[Script, bool], tuple[int, lis
     plays `script` and then, if `tls`, completes a TLS handshake (outcome "tls TLSv1.3")."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(str(certs["rsa"].chain), str(certs["rsa"].key))
-    threads: list[threading.Thread] = []
-    listeners: list[socket.socket] = []
+    servers: list[Accepting] = []
 
     def start(script: Script, tls: bool) -> tuple[int, list[str]]:
-        listener = socket.create_server(("127.0.0.1", 0))
-        listeners.append(listener)
         outcomes: list[str] = []
 
-        def run() -> None:
-            conn, _ = listener.accept()
+        def run(conn: socket.socket) -> None:
             conn.settimeout(10)
             try:
                 for expected, answer in script:
@@ -68,15 +64,12 @@ def scripted(certs: CertSet) -> Iterator[Callable[[Script, bool], tuple[int, lis
                 outcomes.append(f"error {exc}")
             finally:
                 conn.close()
-        thread = threading.Thread(target=run, daemon=True)
-        thread.start()
-        threads.append(thread)
-        return listener.getsockname()[1], outcomes
+        server = Accepting(run, threads=False)
+        servers.append(server)
+        return server.port, outcomes
     yield start
-    for listener in listeners:
-        listener.close()
-    for thread in threads:
-        thread.join(10)
+    for server in servers:
+        server.close()
 
 
 @pytest.mark.parametrize("proto,script,capability", [

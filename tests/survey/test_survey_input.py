@@ -148,6 +148,30 @@ def test_a_manifest_of_other_arguments_is_refused(tmp_path):
     assert json.loads((out / "_manifest.json").read_text()) == manifest
 
 
+@pytest.mark.parametrize("damage, problem", [
+    ({"identity": [1]}, "identity is not an object"),
+    ({"shards": 5}, "shards is not a list of named shards"),
+    ({"shards": [{"name": 5}]}, "shards is not a list of named shards"),
+    ({"done": 7}, "done is not a list of shard names"),
+    ({"arguments": "x"}, "arguments is not an object"),
+], ids=["identity", "shards", "shard-name", "done", "arguments"])
+@pytest.mark.parametrize("form", ["run", "summary", "diff"])
+def test_a_damaged_manifest_is_one_line_exit_2(tmp_path, damage, problem, form):
+    """A manifest whose members are of other types (a damaged or hand-edited file): the run
+    and `survey summary` failed with an internal error (exit 70: "'list' object has no
+    attribute 'get'", "object of type 'int' has no len()")."""
+    out = tmp_path / "o"
+    first = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress", tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    path = out / "_manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **damage}))
+    words = {"run": ("127.0.0.1/32:1", "--out", out, "--no-progress"),
+             "summary": ("summary", out), "diff": ("diff", out, out)}[form]
+    proc = cli("survey", *words, tmp_path=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == f"tlsprobe: error: {path}: not a survey manifest ({problem})\n"
+
+
 @pytest.mark.parametrize("args", [["127.0.0.1/32:1", "--out", "{tmp}/o"],
                                   ["summary", "{tmp}"]])
 def test_without_pyarrow_survey_names_the_extra(args, tmp_path):
@@ -271,3 +295,34 @@ def test_a_cidr_larger_than_a_survey_holds_is_refused_at_once(spec, words, tmp_p
     line, = proc.stderr.splitlines()
     assert words in line and "split it into several surveys" in line
     assert after.ru_utime - before.ru_utime < 5 and not (tmp_path / "o").exists()
+
+
+def test_diff_of_a_survey_stopped_before_its_first_shard_says_so(tmp_path):
+    """A survey stopped before any shard was written holds its manifest and no shard file:
+    `survey diff` called it "not the output folder of tlsprobe survey"."""
+    out = tmp_path / "o"
+    first = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress", tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    manifest = json.loads((out / "_manifest.json").read_text())
+    (stopped / "_manifest.json").write_text(json.dumps({**manifest, "done": []}))
+    (stopped / "_jsonl").mkdir()
+    proc = cli("survey", "diff", stopped, out, tmp_path=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == (f"tlsprobe: error: {stopped}: no shard of this survey is done yet "
+                           "(a run stopped before its first shard): resume it with the same "
+                           "command\n")
+
+
+def test_a_resumed_survey_all_done_escapes_its_folder_name(tmp_path):
+    """`--out` holding a terminal escape: the line of a resumed run whose shards are all
+    done wrote it raw to stderr ("all 1 shards of .../o\\x1b[31m are done" with a real ESC);
+    every other line shows it escaped."""
+    out = tmp_path / "o\x1b[31mred"
+    for _ in range(2):
+        proc = cli("survey", "127.0.0.1/32:1", "--out", out, "--no-progress",
+                   tmp_path=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stderr + proc.stdout
+    assert "all 1 shards of" in proc.stderr and "o\\x1b[31mred are done" in proc.stderr

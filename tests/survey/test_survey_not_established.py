@@ -7,6 +7,7 @@ both speak it, and a share that moved by 50 points between two surveys of the sa
 servers."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -198,3 +199,58 @@ def test_each_host_is_surveyed_once_whatever_its_spelling(server_cache, tmp_path
         diff = cli("survey", "diff", old, new)
         assert diff.returncode == 0, diff.stderr
         assert "Targets: 2 -> 2 (0 added, 0 removed, 2 compared)" in diff.stdout, diff.stdout
+
+
+def test_a_folder_of_an_older_tlsprobe_with_two_spellings_resumes(server_cache, tmp_path):
+    """An older tlsprobe surveyed '[::1]:P' and '[0:0::1]:P' as two targets in shards of
+    their own (sharded by spelling), and its manifest says so. Stopped after its first
+    shard, the same command refused to resume it ("holds a survey of different arguments
+    (differs in targets, targets_sha256)", exit 2). It resumes on the folder's own shards:
+    the address already surveyed is not audited again under its other spelling (that shard
+    is done with no row), the targets not yet surveyed are, nothing is lost."""
+    server = server_cache("openssl", groups=["X25519"], proto="tls1_3", host="::1")
+    v4 = server_cache("openssl", groups=["X25519"], proto="tls1_3")
+    spelled = [f"[::1]:{server.port}", f"127.0.0.1:{v4.port}", f"[0:0::1]:{server.port}",
+               "127.0.0.1:1"]
+    out = tmp_path / "older"
+    # the first shard as the older run wrote it (it surveyed [::1] alone there) ...
+    first = tmp_path / "first.txt"
+    first.write_text(spelled[0] + "\n")
+    run = cli("survey", first, "--out", out, "--workers", "1", "--no-progress",
+              "--shard-size", "1", "--retries", "0", "--checks", "versions")
+    assert run.returncode == 0, run.stderr
+    written = (out / "_jsonl" / "shard-00000.jsonl").read_text()
+    # ... and its manifest: four targets by spelling, in three shards by spelling (both
+    # ports of 127.0.0.1 in one), the first done
+    manifest = json.loads((out / "_manifest.json").read_text())
+    displays = ["::1", "127.0.0.1", "0:0::1", "127.0.0.1"]
+    ports = [server.port, v4.port, server.port, 1]
+    old_digest = hashlib.sha256("".join(
+        f"[{h}]:{p}\n" if ":" in h else f"{h}:{p}\n" for h, p in zip(displays, ports)
+    ).encode()).hexdigest()
+    manifest["identity"].update(targets=4, targets_sha256=old_digest)
+    manifest["shards"] = [{"name": "shard-00000", "targets": 1, "first_index": 1},
+                          {"name": "shard-00001", "targets": 2, "first_index": 2},
+                          {"name": "shard-00002", "targets": 1, "first_index": 3}]
+    manifest["done"] = ["shard-00000"]
+    (out / "_manifest.json").write_text(json.dumps(manifest))
+    listing = tmp_path / "all.txt"
+    listing.write_text("\n".join(spelled) + "\n")
+    again = cli("survey", listing, "--out", out, "--workers", "1", "--no-progress",
+                "--shard-size", "1", "--retries", "0", "--checks", "versions")
+    assert again.returncode == 0, again.stderr
+    assert (out / "_jsonl" / "shard-00000.jsonl").read_text() == written   # not redone
+    docs = [json.loads(line) for path in sorted((out / "_jsonl").glob("*.jsonl"))
+            for line in path.read_text().splitlines()]
+    assert [(d["host"], d["port"], d["index"]) for d in docs] == [
+        ("::1", server.port, 1), ("127.0.0.1", v4.port, 2), ("127.0.0.1", 1, 4)]
+    assert [d["error"] is None for d in docs] == [True, True, False]
+    manifest = json.loads((out / "_manifest.json").read_text())
+    assert manifest["done"] == ["shard-00000", "shard-00001", "shard-00002"]
+    summary = cli("survey", "summary", out, "--json")
+    assert summary.returncode == 0, summary.stderr
+    assert json.loads(summary.stdout)["targets"] == 3
+    # and once more: all done, nothing audited
+    done = cli("survey", listing, "--out", out, "--workers", "1", "--no-progress",
+               "--shard-size", "1", "--retries", "0", "--checks", "versions")
+    assert done.returncode == 0 and "all 3 shards" in done.stderr, done.stderr

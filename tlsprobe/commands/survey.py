@@ -206,8 +206,16 @@ def run(args: argparse.Namespace) -> int:
 def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None) -> int:
     from tlsprobe.survey import execute
     from tlsprobe.survey.store import SurveyDir
-    from tlsprobe.survey.targets import digest, read_targets, shard_targets
-    targets, bad = read_targets(request.targets)
+    from tlsprobe.survey.targets import (
+        digest,
+        older_plan,
+        once_by_key,
+        read_spellings,
+        remaining,
+        shard_targets,
+    )
+    spelled, bad = read_spellings(request.targets)
+    targets = once_by_key(spelled)
     from tlsprobe.report.escape import shown
     for line in bad:    # each named FILE:LINE; the good targets still run
         print(f"tlsprobe: error: {shown(line.error)}", file=sys.stderr)
@@ -219,10 +227,15 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
     shards = shard_targets(targets, request.shard_size)
     identity = {"targets_sha256": digest(targets), "targets": len(targets),
                 **request.identity()}
+    old = out.manifest()
+    identity, shards = older_plan(spelled, request.shard_size, old and old.get("identity"),
+                                  identity) or (identity, shards)
     from tlsprobe.commands.common import written_to
     with written_to("--out", request.out):
         done = out.start(identity, request.arguments(), shards)
-    todo = list(execute.pending(shards, done))
+        todo, emptied = remaining(shards, done)
+        for shard in emptied:   # all its targets are in shards done: done with no row
+            out.write_shard(shard, [])
     began = time.monotonic()
     options, settings = request.options, request.settings
     progress = execute.Progress(len(targets), len(targets) - sum(len(s.targets) for s in todo),
@@ -236,7 +249,7 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
 
     try:
         if not todo:
-            print(f"tlsprobe survey: all {len(shards)} shards of {args.out} are done",
+            print(f"tlsprobe survey: all {len(shards)} shards of {shown(args.out)} are done",
                   file=sys.stderr)
         elif request.scheduler is not None:
             execute.run_on_dask(todo, options, settings, finished,

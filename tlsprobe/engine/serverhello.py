@@ -106,9 +106,13 @@ def check_server_hello(sh: ServerHello, config: ClientConfig, offered: ClientHel
                               extcheck.SH13 if is_tls13(version) else extcheck.SH12,
                               sh.extensions)
     sentinel = sh.downgrade_sentinel
-    offered_max = max(config.versions)
+    # the versions of the RFCs: not a TLS 1.3 draft (0x7fNN), experiment (0x7eNN) or GREASE
+    # value; the drafts (16 to 28, 4.1.3) say implementations of draft versions SHOULD NOT
+    # check the sentinel ("a pre-RFC client connecting to RFC servers ... will appear to
+    # downgrade to TLS 1.2"): a TLS 1.3 server marks its TLS 1.2 answer to such a client
+    offered_max = max((v for v in config.versions if v >> 8 == 0x03), default=0)
     if sentinel is not None and version < TLS13 and (
-            (sentinel == TLS12 and config.offers_tls13) or
+            (sentinel == TLS12 and offered_max >= TLS13) or
             (sentinel == 0x0302 and version < TLS12 and offered_max >= TLS12)):
         raise Refusal(ILLEGAL_PARAMETER, f"ServerHello.random carries the downgrade sentinel "
                       f"for {registry.version_name(sentinel)} although a higher version was "

@@ -56,6 +56,7 @@ def not_tls_message(data: bytes) -> str:
 #: speaks first; an SMTP or FTP banner and XML are told apart below
 _STARTTLS_GREETINGS = {"an IMAP greeting": "imap", "a POP3 greeting": "pop3",
                        "an NNTP greeting": "nntp", "a ManageSieve greeting": "sieve",
+                       "a ManageSieve reply": "sieve",
                        "a MySQL or MariaDB greeting": "mysql"}
 
 

@@ -34,7 +34,7 @@ from tlsprobe.net.quic_conn import QuicConnection
 from tlsprobe.net.quic_info import QUIC_ERRORS, QuicInfo
 from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
-from tlsprobe.net.tcp import Target, cause_of, resolve
+from tlsprobe.net.tcp import Target, cause_of, describe_os_error, resolve
 from tlsprobe.net.transport import Connector, Transport
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def engine_limits(limits: Limits) -> Limits:
 def _text(exc: OSError) -> str:
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused (ICMP port unreachable: nothing listens on that UDP port)"
-    return (exc.strerror or str(exc) or exc.__class__.__name__).lower()
+    return describe_os_error(exc)
 
 
 def quic_connector(timeout: float, read_timeout: float | None = None,

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, Protocol
 
-from tlsprobe.errors import FailureKind, TlsprobeError, UsageError, exit_code_for
+from tlsprobe.errors import (
+    FailureKind,
+    NetworkError,
+    TlsprobeError,
+    UsageError,
+    exit_code_for,
+)
 from tlsprobe.net.starttls_base import (
     LINE_GUESSES,
     SOMETHING_ELSE,
@@ -42,6 +48,7 @@ from tlsprobe.net.starttls_base import (
 from tlsprobe.net.starttls_binary import BINARY_DIALOGUES
 from tlsprobe.net.starttls_text import TEXT_DIALOGUES
 from tlsprobe.net.starttls_xmpp import XMPP_DIALOGUES
+from tlsprobe.net.tcp import describe_os_error
 
 __all__ = ["PROTOCOLS", "Limits", "PreambleFailure", "PreambleLine", "PreambleRecord",
            "Problem", "StartTls", "StartTlsError", "Status", "Step", "protocol_for_port",
@@ -315,7 +322,7 @@ class StartTls:
                                       f"longer than {limit} bytes ({quote(buf[start:])}) "
                                       f"in {request.waiting}")
             return b"", None, 0
-        return bytes(buf[start:found.end()]), None, found.end()
+        return bytes(buf[0 if request.text else start:found.end()]), None, found.end()
 
 
 class StartTlsError(TlsprobeError):
@@ -366,12 +373,15 @@ def run_preamble(stream: socket.socket | _SendOnly, protocol: str, deadline: flo
         except TimeoutError:
             raise StartTlsError(machine.timed_out(), machine.record) from None
         except OSError as exc:
-            raise _network(machine, f"{exc.strerror or exc} while waiting for "
+            raise _network(machine, f"{describe_os_error(exc)} while waiting for "
                            f"{machine.waiting}") from None
         except StartTlsError:
             raise
-        except TlsprobeError as exc:   # a Channel's own NetworkError (timeout, reset)
-            raise _network(machine, f"{exc} (waiting for {machine.waiting})") from None
+        except NetworkError as exc:   # a Channel's own (timeout, reset): its target-less
+            if exc.cause in ("timeout", "deadline"):   # reason, as arun_preamble says it
+                raise StartTlsError(machine.timed_out(), machine.record) from None
+            raise _network(machine, f"{exc.reason} while waiting for {machine.waiting}"
+                           ) from None
         step = machine.receive_data(data)
 
 

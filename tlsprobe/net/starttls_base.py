@@ -102,9 +102,11 @@ class Exact:
 @dataclass(frozen=True)
 class Xml:
     """The next complete XML tag from the server (start, end or empty element), as raw
-    bytes from '<' to '>'; character data between tags is skipped (bounded like a line)."""
+    bytes from '<' to '>'; character data between tags is skipped (bounded like a line),
+    or with `text` handed over too, before the tag (what a stream error's <text> says)."""
 
     waiting: str
+    text: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,10 @@ def what_is(data: bytes | bytearray) -> str:
         return "a MySQL or MariaDB greeting"
     if head.startswith((b'"IMPLEMENTATION"', b'"SIEVE"', b'"SASL"', b'"STARTTLS"')):
         return "a ManageSieve greeting"
+    # a ManageSieve status line (RFC 5804 4): Dovecot's answer to bytes that came before
+    # its greeting ('BYE "Input buffer full, aborting"'), with no greeting before it
+    if re.match(rb'(?:OK|NO|BYE)(?: \([^)]*\))? "', head):
+        return "a ManageSieve reply"
     if head[:5] in (b"HTTP/", b"<html", b"<!DOC", b"<HTML"):
         return "an HTTP response"
     if head[:4] == b"SSH-":

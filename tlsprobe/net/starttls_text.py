@@ -59,6 +59,12 @@ def _reply(proto: str, first: bool, waiting: str
     return code, lines
 
 
+def _said(lines: list[bytes]) -> bytes:
+    """A whole reply as the server said it (a multi-line refusal's reason is often in its
+    first lines, not its last), for a message that quotes it."""
+    return b"\r\n".join(lines)
+
+
 def _caps_text(keywords: list[bytes]) -> str:
     """A capability list for a message: at most MAX_CAPS_SHOWN keywords, escaped."""
     shown = b" ".join(keywords[:MAX_CAPS_SHOWN])
@@ -151,12 +157,12 @@ def smtp(ctx: Context, proto: str = "smtp", hello: bytes = b"EHLO") -> Dialogue:
     code, lines = yield from _reply(proto, True, "the greeting")
     yield Note(banner=lines[0])
     if code != b"220":
-        raise _refused_code(proto, "the session", code, lines[-1])
+        raise _refused_code(proto, "the session", code, _said(lines))
     yield Send(hello + b" " + ctx.client_name.encode("ascii", "replace") + b"\r\n")
     code, lines = yield from _reply(proto, False, f"the {hello.decode()} reply")
     if code != b"250":
-        raise _hello_unknown(proto, hello.decode(), code, lines[-1]) or \
-            _refused_code(proto, hello.decode(), code, lines[-1])
+        raise _hello_unknown(proto, hello.decode(), code, _said(lines)) or \
+            _refused_code(proto, hello.decode(), code, _said(lines))
     keywords = [ln[4:].strip() for ln in lines[1:]]
     offered = [ln for ln in lines[1:] if ln[4:].strip().upper().split(b" ")[:1] == [b"STARTTLS"]]
     if not offered:
@@ -165,7 +171,7 @@ def smtp(ctx: Context, proto: str = "smtp", hello: bytes = b"EHLO") -> Dialogue:
     yield Send(b"STARTTLS\r\n")
     code, lines = yield from _reply(proto, False, "the STARTTLS reply")
     if code != b"220":
-        raise _refused_code(proto, "STARTTLS", code, lines[-1])
+        raise _refused_code(proto, "STARTTLS", code, _said(lines))
 
 
 def lmtp(ctx: Context) -> Dialogue:
@@ -264,12 +270,12 @@ def ftp(ctx: Context) -> Dialogue:
         code, lines = yield from _reply("ftp", False, "the greeting")
     yield Note(banner=lines[0])
     if code != b"220":
-        raise _refused_code("ftp", "the session", code, lines[-1])
+        raise _refused_code("ftp", "the session", code, _said(lines))
     greeting = lines[0]
     yield Send(b"FEAT\r\n")
     code, lines = yield from _reply("ftp", False, "the FEAT reply")
     if code == b"421":   # closing the control connection (RFC 959 4.2): nothing follows
-        raise busy("ftp", "FEAT", lines[-1])
+        raise busy("ftp", "FEAT", _said(lines))
     features = [ln.strip() for ln in lines[1:-1]] if code == b"211" else []
     replies = [] if features else lines
     auth = [f for f in features if f.upper().split(b" ")[:1] == [b"AUTH"]]
@@ -282,15 +288,15 @@ def ftp(ctx: Context) -> Dialogue:
         raise PreambleFailure(Problem.WRONG_PROTOCOL, f"not speaking ftp: it sent SMTP or "
                               f"LMTP replies ({quote(evidence)}): try --starttls smtp or lmtp")
     if code[:1] == b"4":
-        raise busy("ftp", "AUTH TLS", lines[-1])
+        raise busy("ftp", "AUTH TLS", _said(lines))
     if code != b"234":
         tls_features = [f for f in features if f.upper().split(b" ")[0] in _FTP_TLS_FEATURES]
         if code in (b"500", b"502", b"504") or (features and not tls_features):
             raise PreambleFailure(Problem.NOT_OFFERED, f"ftp: AUTH TLS not offered: "
-                                  f"{quote(lines[-1])}" + (f"; the server's FEAT list: "
+                                  f"{quote(_said(lines))}" + (f"; the server's FEAT list: "
                                                            f"{_caps_text(features)}"
                                                            if features else ""))
-        raise _refused("ftp", "AUTH TLS", lines[-1])
+        raise _refused("ftp", "AUTH TLS", _said(lines))
 
 
 def nntp(ctx: Context) -> Dialogue:

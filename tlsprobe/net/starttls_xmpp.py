@@ -5,7 +5,9 @@ The server's side is read one tag at a time (the driver hands over raw tags, see
 small tag parser is enough because XMPP forbids DTDs, comments and entity declarations
 before TLS (RFC 6120 11.1), which the driver refuses outright ("<!"). A stream error whose
 condition says the refusal is for now (RFC 6120 4.9.3: resource-constraint, system-shutdown,
-reset) is `busy`, retried by net/starttls_connect.py.
+reset) is `busy`, retried by net/starttls_connect.py. Any stream error quotes what the server
+said: its condition, the condition's content and its <text> (escaped, bounded), with what to
+change where the condition points at our `to=` domain (host-unknown: --xmpp-host).
 """
 
 from __future__ import annotations
@@ -69,30 +71,56 @@ def stream_header(ctx: Context, server: bool) -> bytes:
             f"xmlns:stream='{STREAMS_NS}' version='1.0'>").encode()
 
 
-def _next(proto: str, waiting: str) -> Generator[Request, bytes, Tag]:
-    raw = yield Xml(waiting)
-    tag = parse_tag(raw)
+def _next(proto: str, waiting: str, text: bool = False
+          ) -> Generator[Request, bytes, tuple[Tag, bytes]]:
+    """The next tag, and with `text` the character data before it."""
+    raw = yield Xml(waiting, text)
+    before, _, rest = raw.partition(b"<")
+    tag = parse_tag(b"<" + rest)
     if tag is None:
         raise PreambleFailure(Problem.MALFORMED, f"{proto}: not a well-formed tag: {quote(raw)}")
-    return tag
+    return tag, before
 
 
-def _stream_error(proto: str, waiting: str, opening: Tag
-                  ) -> Generator[Request, bytes, PreambleFailure]:
+#: what to do about a stream error that names our side (RFC 6120 4.9.3): the `to=` domain
+_DOMAIN_HINT = "the server does not serve that domain: name one it serves with --xmpp-host"
+STREAM_ERROR_HINTS = {
+    "host-unknown": _DOMAIN_HINT, "host-gone": _DOMAIN_HINT,
+    "improper-addressing": _DOMAIN_HINT,
+    "see-other-host": "the server sends its clients to the host it names",
+}
+#: how much of a stream error's <text> and of a condition's content a message quotes
+TEXT_SHOWN = 200
+
+
+def _stream_error(proto: str, opening: Tag) -> Generator[Request, bytes, PreambleFailure]:
     """Read a <stream:error> (`opening`) to its end; the failure names its condition
-    element (an empty <stream:error/> has none)."""
+    element (an empty <stream:error/> has none) and the content of the condition (the
+    other host of see-other-host) and of <text>, escaped and bounded, with a hint where
+    the condition points at our side."""
     conditions: list[str] = []
+    said: dict[str, bytes] = {}
     while not opening.empty:
-        tag = yield from _next(proto, waiting)
+        # a close before its end still names what it said (the driver's "while we waited")
+        waiting = f"the end of the stream error {quote(' '.join(conditions).encode())}" \
+            if conditions else "the stream error"
+        tag, before = yield from _next(proto, waiting, text=True)
         if tag.local == "error" and tag.closing:
             break
-        if not tag.closing and tag.local != "text":
+        if tag.closing and before.strip():
+            said.setdefault(tag.local, before.strip())
+        elif not tag.closing and tag.local != "text":
             conditions.append(tag.local)
     temporary = any(c in TEMPORARY_CONDITIONS for c in conditions)
+    named = quote(" ".join(conditions).encode()) if conditions else "(none)"
+    shown = [quote(said[c], TEXT_SHOWN) for c in conditions[:1] if c in said]
+    if "text" in said:
+        shown.append(quote(said["text"], TEXT_SHOWN))
+    hint = next((STREAM_ERROR_HINTS[c] for c in conditions if c in STREAM_ERROR_HINTS), "")
     return PreambleFailure(Problem.BUSY if temporary else Problem.REFUSED,
-                           f"{proto}: stream error "
-                           f"{quote(' '.join(conditions).encode()) if conditions else '(none)'}"
-                           f"{' (temporary)' if temporary else ''}")
+                           f"{proto}: stream error {named}"
+                           f"{' (temporary)' if temporary else ''}"
+                           f"{''.join(f': {s}' for s in shown)}{f' ({hint})' if hint else ''}")
 
 
 def xmpp(ctx: Context, server: bool = False) -> Dialogue:
@@ -109,9 +137,9 @@ def xmpp(ctx: Context, server: bool = False) -> Dialogue:
     if tag.attrs.get("version", "") < "1.0":
         raise PreambleFailure(Problem.NOT_OFFERED, f"{proto}: a stream without version='1.0' "
                               f"has no features, so no STARTTLS: {quote(raw)}")
-    tag = yield from _next(proto, "the stream features")
+    tag, _ = yield from _next(proto, "the stream features")
     if tag.local == "error":
-        raise (yield from _stream_error(proto, "the stream error", tag))
+        raise (yield from _stream_error(proto, tag))
     if tag.local != "features" or tag.closing:
         raise PreambleFailure(Problem.MALFORMED, f"{proto}: expected <stream:features>, got "
                               f"{quote(tag.raw)}")
@@ -119,7 +147,7 @@ def xmpp(ctx: Context, server: bool = False) -> Dialogue:
     offered: Tag | None = None
     depth = 0 if tag.empty else 1
     while depth:
-        tag = yield from _next(proto, "the stream features")
+        tag, _ = yield from _next(proto, "the stream features")
         if tag.closing:
             depth -= 1
             continue
@@ -133,14 +161,14 @@ def xmpp(ctx: Context, server: bool = False) -> Dialogue:
                               f"stream features: {quote(' '.join(features).encode(), 300)}")
     yield Note(capability=offered.raw)
     yield Send(f"<starttls xmlns='{TLS_NS}'/>".encode())
-    tag = yield from _next(proto, "the STARTTLS answer")
+    tag, _ = yield from _next(proto, "the STARTTLS answer")
     if tag.local == "error" and tag.prefix == "stream":
-        raise (yield from _stream_error(proto, "the stream error", tag))
+        raise (yield from _stream_error(proto, tag))
     if tag.local != "proceed" or tag.closing:
         raise PreambleFailure(Problem.REFUSED, f"{proto}: the server refused STARTTLS: "
                               f"{quote(tag.raw)}")
     if not tag.empty:
-        end = yield from _next(proto, "the end of <proceed>")
+        end, _ = yield from _next(proto, "the end of <proceed>")
         if end.local != "proceed" or not end.closing:
             raise PreambleFailure(Problem.MALFORMED, f"{proto}: <proceed> not closed: "
                                   f"{quote(end.raw)}")

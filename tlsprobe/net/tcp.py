@@ -21,7 +21,10 @@ from tlsprobe.net.target import Target, host_name_problem, parse_target
 from tlsprobe.net.transport import Transport
 
 
-def _describe(exc: BaseException) -> str:
+def describe_os_error(exc: BaseException) -> str:
+    """A socket failure in tlsprobe's own words ("connection reset by peer", "timed out"),
+    the one wording of every transport (sync, asyncio, STARTTLS, QUIC): never Python's
+    capitalised strerror."""
     if isinstance(exc, socket.gaierror):
         return f"unknown host ({exc.strerror})"
     if isinstance(exc, (socket.timeout, TimeoutError)):
@@ -95,7 +98,7 @@ class Channel(Transport):
             self.sock.sendall(data)
             self.bytes_sent += len(data)
         except OSError as exc:
-            raise self.error(f"send failed: {_describe(exc)}", cause_of(exc)) from None
+            raise self.error(f"send failed: {describe_os_error(exc)}", cause_of(exc)) from None
 
     def recv(self, limit: int = 65536) -> bytes:
         """Next chunk of bytes by the channel's deadline; b"" at EOF."""
@@ -119,7 +122,7 @@ class Channel(Transport):
             raise self.error(f"timed out waiting for the server "
                              f"(no data for {seconds_text(self.read_timeout)} s)", "timeout") from None
         except OSError as exc:
-            raise self.error(_describe(exc), cause_of(exc)) from None
+            raise self.error(describe_os_error(exc), cause_of(exc)) from None
         self.bytes_received += len(data)
         return data
 
@@ -247,11 +250,11 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
     try:
         infos = resolve(target, family, min(timeout, deadline - start))
     except (socket.gaierror, UnicodeError) as exc:
-        raise _failed(target, _describe(exc), "unknown_host") from None
+        raise _failed(target, describe_os_error(exc), "unknown_host") from None
     except TimeoutError:
         raise _failed(target, "timed out resolving the host name", "timeout") from None
     except OSError as exc:
-        raise _failed(target, _describe(exc), cause_of(exc)) from None
+        raise _failed(target, describe_os_error(exc), cause_of(exc)) from None
     last: BaseException | None = None
     for fam, kind, proto, _, addr in infos:
         if deadline - time.monotonic() <= 0:
@@ -268,7 +271,7 @@ def open_channel(target: Target, *, timeout: float = 10.0, read_timeout: float |
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return Channel(sock, target, str(addr[0]), read_timeout or timeout, deadline,
                        time.monotonic() - start, total)
-    raise _failed(target, _describe(last) if last else "no address",
+    raise _failed(target, describe_os_error(last) if last else "no address",
                   cause_of(last) if last else "other")
 
 
@@ -289,7 +292,7 @@ def connect_address(target: Target, family: int, address: SockAddr, *,
         sock.connect(address)
     except OSError as exc:
         sock.close()
-        raise _failed(target, _describe(exc), cause_of(exc)) from None
+        raise _failed(target, describe_os_error(exc), cause_of(exc)) from None
     return Channel(sock, target, str(address[0]), timeout, deadline,
                    time.monotonic() - start, deadline - start)
 
@@ -302,5 +305,5 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-__all__ = ["AddrInfo", "Channel", "SockAddr", "Target", "cause_of", "connect_address", "free_port",
-           "host_name_problem", "open_channel", "parse_target", "resolve"]
+__all__ = ["AddrInfo", "Channel", "SockAddr", "Target", "cause_of", "connect_address",
+           "describe_os_error", "free_port", "host_name_problem", "open_channel", "parse_target", "resolve"]

@@ -16,7 +16,7 @@ import time
 
 from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.shared import SharedLookups
-from tlsprobe.net.tcp import Target, _describe, cause_of, host_name_problem
+from tlsprobe.net.tcp import Target, cause_of, describe_os_error, host_name_problem
 from tlsprobe.net.transport import AsyncConnector, AsyncTransport
 
 #: how often `delivered` looks at the socket's unacknowledged bytes (seconds)
@@ -54,7 +54,8 @@ class AsyncTcpTransport(AsyncTransport):
             self.writer.write(data)
             await self.writer.drain()
         except OSError as exc:
-            raise self._error(_describe(exc), cause_of(exc)) from None
+            raise self._error(f"send failed: {describe_os_error(exc)}",
+                              cause_of(exc)) from None
 
     async def receive(self, deadline: float) -> bytes:
         remaining = deadline - time.monotonic()
@@ -68,7 +69,7 @@ class AsyncTcpTransport(AsyncTransport):
                 raise self._error("timed out: total time limit reached", "deadline") from None
             raise self._error("timed out waiting for the server", "timeout") from None
         except OSError as exc:
-            raise self._error(_describe(exc), cause_of(exc)) from None
+            raise self._error(describe_os_error(exc), cause_of(exc)) from None
 
     async def delivered(self, limit: float) -> bool | None:
         """Linux: whether the server's TCP acknowledged every byte sent (the socket's
@@ -140,7 +141,7 @@ class TcpConnector(AsyncConnector):
             raise _failed(target, f"unknown host (not a valid host name: "
                           f"{host_name_problem(target.host) or exc})", "unknown_host") from None
         except OSError as exc:
-            raise _failed(target, _describe(exc), cause_of(exc)) from None
+            raise _failed(target, describe_os_error(exc), cause_of(exc)) from None
         sock = writer.get_extra_info("socket")
         if sock is not None:
             try:

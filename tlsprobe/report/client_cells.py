@@ -4,7 +4,6 @@ the HTML table (`--html`). report/clients.py renders the rich table from the sam
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Iterable
 
@@ -16,6 +15,7 @@ from tlsprobe.model.clients import (
     SimStatus,
 )
 from tlsprobe.model.units import host_port
+from tlsprobe.report.html_parts import e
 
 __all__ = [
     "CLIENT_COLUMNS",
@@ -128,13 +128,13 @@ def scan_client_rows(sims: Iterable[ClientSimulation]) -> list[tuple[object, ...
 
 def clients_html(sims: Iterable[ClientSimulation]) -> str:
     """The HTML table of the clients section (every text escaped)."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in CLIENT_COLUMNS)
+    head = "".join(f"<th>{e(c)}</th>" for c in CLIENT_COLUMNS)
     body = []
     sims = list(sims)
     names = client_names(sims)
     for s in sims:
         cls = f' class="{s.status.value}"'
-        cells = "".join(f"<td>{html.escape(c)}</td>" for c in client_cells(s, names[s.profile]))
+        cells = "".join(f"<td>{e(c)}</td>" for c in client_cells(s, names[s.profile]))
         body.append(f"<tr{cls}>{cells}</tr>")
     return (f"<table class=\"clients\"><thead><tr>{head}</tr></thead><tbody>"
             f"{''.join(body)}</tbody></table>")
@@ -144,8 +144,8 @@ def clients_page(reports: Iterable[ClientsReport]) -> str:
     """`tlsprobe clients --html FILE`: one self-contained page, a table per target."""
     parts = []
     for r in reports:
-        target = html.escape(host_port(r.host, r.port))
-        body = f"<p class=\"error\">{html.escape(r.error)}</p>" if r.error else \
+        target = e(host_port(r.host, r.port))
+        body = f"<p class=\"error\">{e(r.error)}</p>" if r.error else \
             clients_html(r.clients)
         parts.append(f"<h2>{target}</h2>{body}")
     style = ("body{font-family:sans-serif}table{border-collapse:collapse}"

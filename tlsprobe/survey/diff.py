@@ -55,6 +55,9 @@ def jsonl_files(directory: str) -> list[Path]:
     # survey's shards wait in (`_rows/`: Parquet rows, no scan documents)
     files = sorted(root.glob("*.jsonl")) or sorted(
         p for p in root.glob("*/*.jsonl") if p.parent.name != ROWS_DIR)
+    if not files and SurveyDir(directory).manifest() is not None:
+        raise UsageError(f"{directory}: no shard of this survey is done yet (a run stopped "
+                         "before its first shard): resume it with the same command")
     if not files:
         raise UsageError(f"{directory}: no survey JSON lines (shard-*.jsonl) there: not the "
                          "output folder of tlsprobe survey")

@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -185,7 +185,3 @@ class Progress:
 def _clock(seconds: float) -> str:
     s = int(seconds + 0.5)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
-def pending(shards: list[Shard], done: set[str]) -> Iterator[Shard]:
-    return (s for s in shards if s.name not in done)

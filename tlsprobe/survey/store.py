@@ -109,6 +109,23 @@ def rows_table(data: bytes) -> Any:
                                        unexpected_field_behavior="error"))
 
 
+def _manifest_problem(data: dict[str, object]) -> str:
+    """What makes a manifest's members unusable ("" when nothing does): the types the
+    runs, `survey summary` and `survey diff` read them as."""
+    for key in ("identity", "arguments"):
+        if key in data and not isinstance(data[key], dict):
+            return f"{key} is not an object"
+    shards, done = data.get("shards", []), data.get("done", [])
+    if not isinstance(shards, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("name"), str) for s in shards):
+        return "shards is not a list of named shards"
+    if not isinstance(done, list) or not all(isinstance(d, str) for d in done):
+        return "done is not a list of shard names"
+    if not isinstance(data.get("schema", 1), int):
+        return "schema is not a number"
+    return ""
+
+
 class SurveyDir:
     """One survey's output directory."""
 
@@ -139,6 +156,9 @@ class SurveyDir:
             raise UsageError(f"{path}: not a survey manifest ({exc})") from None
         if not isinstance(data, dict) or data.get("kind") != "survey_manifest":
             raise UsageError(f"{path}: not a survey manifest")
+        problem = _manifest_problem(data)
+        if problem:
+            raise UsageError(f"{path}: not a survey manifest ({problem})")
         return data
 
     def start(self, identity: dict[str, Any], arguments: dict[str, Any],

@@ -10,6 +10,7 @@ import hashlib
 import ipaddress
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError
@@ -81,25 +82,36 @@ def expand_cidr(spec: str) -> list[Target]:
     return [Target(str(address), port) for address in network for port in ports]
 
 
-def read_targets(spec: str) -> tuple[list[Target], list[BadLine]]:
-    """The targets in input order, duplicates once, and the lines that are no target.
-    `spec`: '-' (stdin), a file of HOST[:PORT] lines ('#' comments; a bad line is reported
-    as FILE:LINE and the others still run, as with `scan -f`), or a CIDR/port list (a bad
-    one is a usage error). Duplicates: the same host (any spelling, `Target.key`) and port. No target at all and no bad line is a usage error."""
+def read_spellings(spec: str) -> tuple[list[Target], list[BadLine]]:
+    """The targets of `spec` in input order, each spelling once, and the lines that are no
+    target. `spec`: '-' (stdin), a file of HOST[:PORT] lines ('#' comments; a bad line is
+    reported as FILE:LINE and the others still run, as with `scan -f`), or a CIDR/port list
+    (a bad one is a usage error). No target at all and no bad line is a usage error. A
+    survey audits `once_by_key` of them; the spellings are what an older tlsprobe
+    surveyed, whose folders are resumed on them (`older_plan`)."""
     if spec != "-" and _looks_like_cidr(spec):
         return expand_cidr(spec), []
     items = read_target_file(spec)
-    bad = [item for item in items if isinstance(item, BadLine)]
-    # each host:port once, whatever its spelling ('LOCALHOST' and 'localhost', '[0:0::1]'
-    # and '[::1]'): the first one given
-    first: dict[tuple[str, int], Target] = {}
-    for item in items:
-        if isinstance(item, Target):
-            first.setdefault(item.key, item)
-    targets = list(first.values())
     if not items:
         raise UsageError(f"no target in {'<stdin>' if spec == '-' else spec}")
-    return targets, bad
+    return (list(dict.fromkeys(item for item in items if isinstance(item, Target))),
+            [item for item in items if isinstance(item, BadLine)])
+
+
+def once_by_key(targets: list[Target]) -> list[Target]:
+    """Each host:port once, whatever its spelling ('LOCALHOST' and 'localhost', '[0:0::1]'
+    and '[::1]': `Target.key`): the first one given."""
+    first: dict[tuple[str, int], Target] = {}
+    for target in targets:
+        first.setdefault(target.key, target)
+    return list(first.values())
+
+
+def read_targets(spec: str) -> tuple[list[Target], list[BadLine]]:
+    """The targets in input order, duplicates once (the same host in any spelling and
+    port), and the lines that are no target (`read_spellings`)."""
+    spelled, bad = read_spellings(spec)
+    return once_by_key(spelled), bad
 
 
 def digest(targets: list[Target]) -> str:
@@ -110,19 +122,54 @@ def digest(targets: list[Target]) -> str:
     return h.hexdigest()
 
 
-def shard_targets(targets: list[Target], size: int) -> list[Shard]:
-    """Shards of about `size` targets; every port of one host in the same shard (a host
-    with more ports than `size` gets a shard of its own). Deterministic for one input."""
+def shard_targets(targets: list[Target], size: int,
+                  group: Callable[[Target], str] = lambda t: t.key[0]) -> list[Shard]:
+    """Shards of about `size` targets; every port of one host (`group`: its address or
+    name, whatever the spelling) in the same shard (a host with more ports than `size` gets
+    a shard of its own). Deterministic for one input."""
     by_host: dict[str, list[tuple[int, Target]]] = {}
     for index, target in enumerate(targets, 1):
-        by_host.setdefault(target.key[0], []).append((index, target))
+        by_host.setdefault(group(target), []).append((index, target))
     shards: list[Shard] = []
     current: list[tuple[int, Target]] = []
-    for group in by_host.values():
-        if current and len(current) + len(group) > size:
+    for group_targets in by_host.values():
+        if current and len(current) + len(group_targets) > size:
             shards.append(Shard(len(shards), tuple(current)))
             current = []
-        current.extend(group)
+        current.extend(group_targets)
     if current:
         shards.append(Shard(len(shards), tuple(current)))
     return shards
+
+
+def older_plan(spelled: list[Target], size: int, old_identity: object,
+               identity: dict[str, object]) -> tuple[dict[str, object], list[Shard]] | None:
+    """The identity and shards of a survey folder an older tlsprobe began on these very
+    targets, when `old_identity` (its manifest's) is that: it surveyed each spelling of a
+    host as a target of its own and sharded them by spelling. None otherwise. Resumed on
+    its own shards (`remaining` leaves out what its done shards hold), it is neither
+    refused as "a survey of different arguments" nor audits a host:port twice."""
+    older = {**identity, "targets_sha256": digest(spelled), "targets": len(spelled)}
+    if len(once_by_key(spelled)) == len(spelled) or old_identity != older:
+        return None
+    return older, shard_targets(spelled, size, lambda t: t.host.lower())
+
+
+def remaining(shards: list[Shard], done: set[str]) -> tuple[list[Shard], list[Shard]]:
+    """The shards not done, each host:port (`Target.key`) in none but the first shard that
+    holds it: (those with targets left, those left with none). A done shard's host:port, or
+    an earlier one's, is not audited again: a folder of an older tlsprobe held spellings of
+    one host in shards of their own."""
+    seen = {t.key for s in shards if s.name in done for _, t in s.targets}
+    todo: list[Shard] = []
+    emptied: list[Shard] = []
+    for shard in shards:
+        if shard.name in done:
+            continue
+        kept = tuple((i, t) for i, t in shard.targets if t.key not in seen)
+        seen.update(t.key for _, t in kept)
+        if kept:
+            todo.append(Shard(shard.number, kept))
+        else:
+            emptied.append(shard)
+    return todo, emptied

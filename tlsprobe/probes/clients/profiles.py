@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import cast
 
@@ -111,11 +112,30 @@ def check_profile(p: ClientProfile) -> list[str]:
 
 
 def load_profiles(folder: Path | None = None) -> tuple[ClientProfile, ...]:
-    """Every profile in `folder` (default: the packaged tlsprobe/data/clients), by id."""
+    """Every profile in `folder` (default: the packaged tlsprobe/data/clients), by id. A file
+    that is no profile (not JSON, a field missing or of another type) is a ValueError naming
+    the file and what is wrong."""
     if folder is None:
         root = resources.files("tlsprobe.data").joinpath("clients")
-        texts = [f.read_text("utf-8") for f in root.iterdir() if f.name.endswith(".json")]
+        files = [f for f in root.iterdir() if f.name.endswith(".json")]
     else:
-        texts = [f.read_text("utf-8") for f in folder.glob("*.json")]
-    profiles = [profile_from_json(json.loads(t)) for t in texts]
+        files = list(folder.glob("*.json"))
+    profiles = [_read_profile(f) for f in files]
     return tuple(sorted(profiles, key=lambda p: p.id))
+
+
+def _read_profile(file: Traversable) -> ClientProfile:
+    try:
+        data = json.loads(file.read_text("utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON object, not {type(data).__name__}")
+        if not isinstance(data.get("source", {}), dict):
+            raise TypeError("'source' is not an object")
+        return profile_from_json(data)
+    except KeyError as exc:
+        raise ValueError(f"{file.name}: not a client profile: no {exc.args[0]!r} field"
+                         ) from None
+    except OSError as exc:
+        raise ValueError(f"{file.name}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{file.name}: not a client profile ({exc})") from None

@@ -274,6 +274,15 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
                        post_quantum=_post_quantum(out.group),
                        detail=f"tlsprobe could not follow the server's flight ({failure}): "
                        "whether this client accepts it is not established")
+    cut = str(failure) if failure is not None else got.late
+    if cut:
+        # the server closed or reset the connection inside its first flight: what its
+        # ServerHello chose is known, a first flight the client accepts is not
+        return replace(base, version=out.version, cipher_suite=out.cipher_suite,
+                       group=out.group, dh_bits=out.dh_bits, hello_retry=hrr,
+                       post_quantum=_post_quantum(out.group),
+                       detail=f"after its ServerHello: {cut}: whether this client connects "
+                       "is not established")
     chosen = sh.key_share[0] if sh.key_share is not None else None
     if hs.incomplete_reason and chosen is not None and chosen not in hs.verification.share_groups:
         # a group whose share was random bytes (first hello or after an HRR): the client
@@ -282,8 +291,7 @@ def _judged(base: ClientSimulation, got: _Talked, profile: ClientProfile,
                        group=out.group, hello_retry=hrr, post_quantum=_post_quantum(chosen),
                        detail=f"the server chose {registry.group_label(chosen)}, whose "
                        f"share tlsprobe cannot make ({hs.incomplete_reason})")
-    notes = [n for n in (str(failure) if failure else "", got.late,
-                         hs.incomplete_reason or "") if n]
+    notes = [hs.incomplete_reason] if hs.incomplete_reason else []
     trusted, trust_note = _trust(profile, out.certificates, checker)
     # the chain is verified before the ServerKeyExchange is read (OpenSSL's order)
     fails = FailureReason.certificate_not_trusted if trusted is False else None
