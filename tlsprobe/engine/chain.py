@@ -37,6 +37,7 @@ from tlsprobe.engine.chainpath import (
     self_signed,
     store_issuer,
 )
+from tlsprobe.engine.chainunparsed import off_path_note, unparsed_on_path
 from tlsprobe.engine.hostname import is_address, match_host, sans
 from tlsprobe.engine.nameconstraints import NOT_JUDGED, name_constraint_problem
 from tlsprobe.engine.truststore import (
@@ -287,18 +288,27 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     now = now or datetime.datetime.now(datetime.UTC)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
-    chain = []
+    chain, positions, unparsed = [], [], []
     for i, der in enumerate(ders):
         try:
             chain.append(load_certificate(der))
-        except ValueError as exc:   # OpenSSL may read it (BER lengths): not established
-            what = "the leaf" if i == 0 else f"certificate {i} of the chain"
+            positions.append(i)
+        except ValueError as exc:   # OpenSSL may read it (BER lengths)
             text = " ".join(str(exc).split())[:160]
-            return ChainResult(V_UNSPECIFIED, f"{what} cannot be parsed by cryptography "
-                               f"({text}): the chain was not checked", established=False)
+            if i == 0:
+                return ChainResult(V_UNSPECIFIED, f"the leaf cannot be parsed by cryptography "
+                                   f"({text}): the chain was not checked", established=False)
+            unparsed.append((i, der, text))
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
     result = _judge(chain, ders, hostname, anchors, now, key_sizes)
+    if unparsed and result.code != chaincodes.V_EE_KEY_WEAK:   # (66: before any path)
+        path, anchored, _ = trusted_path(chain, anchors, now)
+        named = None if anchored else by_names(chain, anchors, now)
+        why = unparsed_on_path(named[0] if named else path, chain, positions, unparsed, now)
+        if why is not None:
+            return ChainResult(V_UNSPECIFIED, why, established=False)
+        result = replace(result, detail=_join(result.detail, off_path_note(unparsed)))
     if result.ok or sans(chain[0]) is not None or NO_SAN_NOTE in (result.detail or "") or \
             unreadable(chain[:1]) is not None:   # whether it has one cannot be told
         return result

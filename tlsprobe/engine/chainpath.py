@@ -19,8 +19,21 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from tlsprobe.engine.certext import invalid_extension
 from tlsprobe.model.pubkey import public_key, verify_issued
 
-__all__ = ["MAX_PATH", "ChainPath", "akid_fits", "anchored", "anchors_of", "by_names", "follow", "issued",
-           "key_fits", "same_key", "self_signed", "store_issuer"]
+__all__ = [
+    "MAX_PATH",
+    "ChainPath",
+    "akid_fits",
+    "anchored",
+    "anchors_of",
+    "by_names",
+    "follow",
+    "issued",
+    "key_fits",
+    "may_issue",
+    "same_key",
+    "self_signed",
+    "store_issuer",
+]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
@@ -93,7 +106,7 @@ def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     key is of another family than the signature's, or that `cert`'s authorityKeyIdentifier
     names another (OpenSSL's issuer check refuses both), and a certificate on either side
     whose extensions OpenSSL cannot cache (certext.py), included."""
-    if not _may_issue(cert, issuer):
+    if not may_issue(cert, issuer):
         return False
     try:
         verify_issued(cert, issuer)
@@ -168,7 +181,7 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
     return ChainPath(tuple(path), tuple(unchecked), cut)
 
 
-def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+def may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     """`issuer` is named as `cert`'s issuer, `cert`'s authorityKeyIdentifier does not
     contradict it, its key is of the signature's family (the signature itself is not
     looked at), and OpenSSL can cache the extensions of both."""
@@ -183,7 +196,7 @@ def store_issuer(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...],
     (X509_STORE_CTX_get1_issuer): of those its issuer check accepts (names, key identifier,
     key family: not the signature), in the store's order, the first within its dates, else
     the one that expired last; None when there is none (a copy of `cert` itself is none)."""
-    found = [a for a in anchors if _may_issue(cert, a)
+    found = [a for a in anchors if may_issue(cert, a)
              and not (a.subject == cert.subject and same_key(a, cert))]
     current = next((a for a in found if a.not_valid_before_utc <= now <= a.not_valid_after_utc),
                    None)
@@ -210,7 +223,7 @@ def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...
             path.append(anchor)
             broken = [i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False]
             return (path, broken[0]) if broken else None
-        following = next((c for c in chain if c not in path and _may_issue(current, c)), None)
+        following = next((c for c in chain if c not in path and may_issue(current, c)), None)
         if following is None:
             return None
         path.append(following)

@@ -119,10 +119,10 @@ def _expect(der: bytes, at: int, end: int, tag: int) -> tuple[int, int, int]:
     return start, stop, after
 
 
-def _spki(der: bytes) -> tuple[int, int, int, int]:
-    """(start of the element, start, end of the contents, end of the element) of a
-    certificate's subjectPublicKeyInfo; ValueError when the DER does not have the shape
-    of a certificate up to it."""
+def _subject_and_spki(der: bytes) -> tuple[int, int]:
+    """(start of the subject, start of the subjectPublicKeyInfo) of a certificate, read by
+    its outline; ValueError when the DER does not have the shape of a certificate up to
+    them."""
     start, end, _ = _expect(der, 0, len(der), _SEQUENCE)          # Certificate
     at, tbs_end, _ = _expect(der, start, end, _SEQUENCE)          # tbsCertificate
     tag, _, _, after = ber_element(der, at, tbs_end)
@@ -131,10 +131,26 @@ def _spki(der: bytes) -> tuple[int, int, int, int]:
     if tag != _INTEGER:                                           # serialNumber
         raise ValueError("no serial number")
     at = after
-    for _ in range(4):              # signature, issuer, validity, subject
+    for _ in range(3):              # signature, issuer, validity
         at = _expect(der, at, tbs_end, _SEQUENCE)[2]
-    spki, spki_end, after = _expect(der, at, tbs_end, _SEQUENCE)  # subjectPublicKeyInfo
+    return at, _expect(der, at, tbs_end, _SEQUENCE)[2]            # subject
+
+
+def _spki(der: bytes) -> tuple[int, int, int, int]:
+    """(start of the element, start, end of the contents, end of the element) of a
+    certificate's subjectPublicKeyInfo; ValueError when the DER does not have the shape
+    of a certificate up to it."""
+    at = _subject_and_spki(der)[1]
+    spki, spki_end, after = _expect(der, at, len(der), _SEQUENCE)
     return at, spki, spki_end, after
+
+
+def subject_name(der: bytes) -> bytes:
+    """A certificate's subject Name as DER (definite lengths in the shortest form, as
+    `x509.Name.from_bytes` reads it), by its outline alone; ValueError as
+    `certificate_shape`."""
+    at, end = _subject_and_spki(der)
+    return _shortest(der, at, end, key_too=False)
 
 
 def _ec_parameters(der: bytes) -> tuple[int, int, int] | None:
@@ -304,4 +320,4 @@ def ec_explicit_parameters(der: bytes) -> bool:
 
 __all__ = ["EC_PUBLIC_KEY", "ber_element", "certificate_shape", "der_children", "der_element", "der_length",
            "ec_explicit_parameters", "ec_named_curve", "has_certificate_shape", "oid_text",
-           "spki_algorithm", "subject_public_key_info"]
+           "spki_algorithm", "subject_name", "subject_public_key_info"]

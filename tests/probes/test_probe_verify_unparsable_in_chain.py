@@ -1,0 +1,96 @@
+"""A certificate of the server's chain that `cryptography` cannot parse (BER OpenSSL reads:
+a serial number's length in the long form), other than the leaf, makes the trust verdict
+"not established" only when OpenSSL's path may go through it. tlsprobe said "not
+established" for any such certificate: an extra unrelated one, or a copy of the root past
+the trust anchor, where `openssl s_client -verify_return_error` says 0 (or 20 for a chain
+whose root is not in the store: the verdict it reaches without that certificate)."""
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.helpers.bercert import Issued, issued, mangled, pem
+from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
+
+NOW = datetime.datetime.now(datetime.UTC)
+DAY = datetime.timedelta(days=1)
+
+
+def _cert(cn: str, key: ec.EllipticCurvePrivateKey, issuer: str,
+          signer: ec.EllipticCurvePrivateKey, ca: bool) -> bytes:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    builder = (x509.CertificateBuilder().subject_name(name)
+               .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(NOW - DAY).not_valid_after(NOW + 30 * DAY)
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if not ca:
+        builder = builder.add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName("localhost")]), critical=False)
+    return builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
+
+
+def _ber(der: bytes, signer: ec.EllipticCurvePrivateKey) -> bytes:
+    """`der` with its serial number's length in the long form, signed again by `signer`."""
+    return mangled(Issued(signer, b"", signer, der), "serial-long-length")
+
+
+#: the sent chain after the leaf, and whether the store holds the chain's root: (what is
+#: sent, root in the store, OpenSSL's code, tlsprobe's verdict established)
+CASES = {
+    "an-unrelated-certificate": (("inter", "unrelated"), True, 0, True),
+    "a-copy-of-the-root-past-the-anchor": (("inter", "root-ber"), True, 0, True),
+    "an-unrelated-certificate-no-anchor": (("inter", "unrelated"), False, 20, True),
+    # on the path: OpenSSL reads it (0); cryptography cannot: not established
+    "the-intermediate": (("inter-ber",), True, 0, False),
+    "the-intermediate-no-anchor": (("inter-ber",), False, 20, False),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("name", list(CASES))
+def test_an_unparsable_certificate_counts_only_on_the_path(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path,
+        name: str) -> None:
+    sent, anchored, expected, established = CASES[name]
+    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    root = _cert("Codes Root", root_key, "Codes Root", root_key, True)
+    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, True)
+    leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, False)
+    other = issued(ca_name="Another CA")
+    made = {"inter": inter, "inter-ber": _ber(inter, root_key), "root-ber": _ber(root, root_key),
+            "unrelated": mangled(other, "serial-long-length", ca=True)}
+    (tmp_path / "leaf.pem").write_bytes(pem(leaf))
+    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    (tmp_path / "chain.pem").write_bytes(b"".join(pem(made[k]) for k in sent))
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(root) if anchored else pem(issued(ca_name="Elsewhere CA").ca_der))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key"), "-cert_chain",
+                                       str(tmp_path / "chain.pem")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == expected, (name, code, text)
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    assert len(data["certificates"]) == 1 + len(sent), data["certificates"]
+    ver = data["verification"]
+    if not established:
+        assert ver["code"] is None and ver["message"].startswith(
+            "not established: certificate 1 of the chain cannot be parsed by cryptography"), ver
+        assert "OpenSSL may take it for the issuer of CN=localhost" in ver["message"], ver
+        return
+    assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), ver
+    assert "certificate 2 of the chain cannot be parsed by cryptography, and OpenSSL's path " \
+        "does not go through it" in ver["message"], ver
