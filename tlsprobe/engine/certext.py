@@ -330,7 +330,7 @@ def unreadable(path: list[x509.Certificate]) -> str | None:
     for cert in path:
         try:
             len(cert.extensions)
-        except (ValueError, x509.DuplicateExtension) as exc:
+        except (ValueError, TypeError, x509.DuplicateExtension) as exc:
             text = " ".join(str(exc).split())[:160]
             return (f"cannot read the extensions of {subject_text(cert)} ({text}): OpenSSL's "
                     "checks of them cannot be made")
@@ -366,7 +366,7 @@ def readable_twin(cert: x509.Certificate) -> x509.Certificate:
     try:
         len(cert.extensions)
         return cert   # this very object: the caller may tell a twin by identity
-    except (ValueError, x509.DuplicateExtension):
+    except (ValueError, TypeError, x509.DuplicateExtension):
         return _twin(cert) or cert
 
 
@@ -380,6 +380,6 @@ def _twin(cert: x509.Certificate) -> x509.Certificate | None:
             return None
         twin = load_certificate(_with_contents(der, 0, *span, b"\x30\x00"))
         len(twin.extensions)
-    except (ValueError, x509.DuplicateExtension):
+    except (ValueError, TypeError, x509.DuplicateExtension):
         return None
     return twin

@@ -272,14 +272,18 @@ def verify_chain(ders: Sequence[bytes], hostname: str | None,
     The code names the first problem as `openssl s_client -verify_return_error` would
     (chaincodes.py: OpenSSL's order); its detail states that problem's facts. A leaf
     without subjectAltName is a separate note after "; ", never the explanation of
-    another code. A certificate whose key or signature cryptography cannot handle (an
-    unknown curve) is code 1, never an exception. Without `key_sizes`, keys are not judged
-    by OpenSSL's security level (66, 67): the caller applies a client's own minimums."""
+    another code. A certificate whose key, signature or extensions cryptography cannot
+    handle where no check above judged it (an unknown curve) is a verdict not established,
+    never an exception, nor an untrusted one OpenSSL may not give. Without `key_sizes`,
+    keys are not judged by OpenSSL's security level (66, 67): the caller applies a
+    client's own minimums."""
     try:
         return _verify_chain(ders, hostname, anchors, now, key_sizes)
     except (UnsupportedAlgorithm, ValueError, TypeError, x509.DuplicateExtension) as exc:
         text = " ".join(str(exc).split())[:200]
-        return ChainResult(V_UNSPECIFIED, f"cannot check this certificate: {text}")
+        return ChainResult(V_UNSPECIFIED, f"cryptography cannot check a certificate of the "
+                           f"chain ({text}): OpenSSL's checks of it were not made",
+                           established=False)
 
 
 def _verify_chain(ders: Sequence[bytes], hostname: str | None,

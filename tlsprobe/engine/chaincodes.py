@@ -114,7 +114,7 @@ def _netscape_type(cert: x509.Certificate) -> int | None:
     S/MIME CA 0x02, object signing CA 0x01), as OpenSSL reads it; None when absent."""
     try:
         found = cert.extensions.get_extension_for_oid(_NETSCAPE_TYPE).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         return None
     value = found.value if isinstance(found, x509.UnrecognizedExtension) else b""
     if len(value) < 3 or value[0] != 0x03:   # not a BIT STRING: OpenSSL would not read it
@@ -178,7 +178,7 @@ def unhandled_critical(cert: x509.Certificate) -> str | None:
     try:
         return next((e.oid.dotted_string for e in cert.extensions
                      if e.critical and e.oid.dotted_string not in HANDLED_EXTENSIONS), None)
-    except (x509.DuplicateExtension, ValueError):
+    except (x509.DuplicateExtension, ValueError, TypeError):
         return None
 
 

@@ -83,12 +83,12 @@ def akid_fits(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     authorityCertIssuer the issuer's own issuer (each when present)."""
     try:
         aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         return True
     if aki.key_identifier is not None:
         try:
             ski = issuer.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-        except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+        except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
             ski = None
         if ski is not None and ski.digest != aki.key_identifier:
             return False

@@ -64,7 +64,7 @@ def extension_of(cert: x509.Certificate, kind: type[x509.ExtensionType]
     """The certificate's extension of `kind` (None: absent, twice or unreadable)."""
     try:
         return cert.extensions.get_extension_for_class(kind).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         return None
 
 

@@ -236,7 +236,7 @@ def extension(leaf: x509.Certificate, kind: type[E], name: str) -> E | None | st
         return leaf.extensions.get_extension_for_class(kind).value
     except x509.ExtensionNotFound:
         return None
-    except (x509.DuplicateExtension, ValueError) as exc:   # one extension twice, say
+    except (x509.DuplicateExtension, ValueError, TypeError) as exc:   # one extension twice, say
         return f"the {name} extension does not parse ({exc})"
 
 

@@ -109,7 +109,7 @@ def _delegated(response: ocsp.OCSPResponse, issuer: x509.Certificate
     try:
         eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
         signing = ExtendedKeyUsageOID.OCSP_SIGNING in eku
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         signing = False
     if not signing:
         problems.append((Severity.high, (f"the responder certificate {who} lacks the "
