@@ -24,7 +24,8 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
-from tlsprobe.engine.certext import invalid_near, readable_twin, unreadable
+from tlsprobe.engine.certext import invalid_near, unreadable
+from tlsprobe.engine.certtwin import readable_twin
 from tlsprobe.engine.chainlib import library_refusal, plain_link
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -367,20 +368,24 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
 def _second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
                     anchors: tuple[x509.Certificate, ...], now: datetime.datetime
                     ) -> str | None:
-    """The library's refusal of the chain (chainlib.py), or None. A leaf it cannot read
-    for its CA:FALSE with a pathLenConstraint (certext.readable_twin: OpenSSL reads it) is
-    judged here alone, its signature checked: the library checks the path above it."""
-    leaf = path[0]
-    if readable_twin(leaf) is leaf:
-        return library_refusal(_roots(anchors), now, leaf, rest)
+    """The library's refusal of the chain (chainlib.py), or None. Certificates it cannot
+    read in a form OpenSSL reads (certtwin.readable_twin) are judged here alone, their
+    signatures checked, their links of kinds the library accepts: it checks the path
+    above the last of them."""
+    twins = [i for i, cert in enumerate(path) if readable_twin(cert) is not cert]
+    if not twins:
+        return library_refusal(_roots(anchors), now, path[0], rest)
     if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
-        return f"the signatures of the path from {_subject(leaf)} cannot all be checked here"
-    if not plain_link(leaf, path[1]):
-        return (f"it cannot read {_subject(leaf)}, whose key, signature or issuer's key it "
+        return f"the signatures of the path from {_subject(path[0])} cannot all be checked here"
+    odd = next((path[i] for i in range(min(twins[-1] + 1, len(path) - 1))
+                if not plain_link(path[i], path[i + 1])), None)
+    if odd is not None:
+        return (f"it cannot read {_subject(odd)}, whose key, signature or issuer's key it "
                 "would judge in its own way")
-    if len(path) < 3:   # the leaf's issuer is the trust store's certificate
+    if twins[-1] + 2 >= len(path):   # above the last one: the trust store's certificate
         return None
-    return library_refusal(_roots(anchors), now, path[1], [c for c in rest if c is not path[1]],
+    above = path[twins[-1] + 1]
+    return library_refusal(_roots(anchors), now, above, [c for c in rest if c is not above],
                            ca_leaf=True)
 
 

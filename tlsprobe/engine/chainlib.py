@@ -99,8 +99,9 @@ def _chain_policies(ca_leaf: bool = False) -> tuple[xv.ExtensionPolicy, xv.Exten
           .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
           .may_be_present(x509.SubjectAlternativeName, agnostic, None)
           .may_be_present(x509.BasicConstraints, agnostic, None))
-    if ca_leaf:
-        ee = ee.may_be_present(x509.KeyUsage, agnostic, None)
+    if ca_leaf:   # its name constraints are judged here (nameconstraints.py)
+        ee = ee.may_be_present(x509.KeyUsage, agnostic, None) \
+            .may_be_present(x509.NameConstraints, agnostic, None)
     return ca, ee
 
 

@@ -38,6 +38,11 @@ V_SUBTREE_MINMAX = 49
 V_UNSUPPORTED_CONSTRAINT_TYPE = 51
 #: not a code: OpenSSL's verdict on the name is not known here
 NOT_JUDGED = -1
+#: engine/certtwin.py's stand-ins (defined here, which it imports): an iPAddress of an
+#: odd length (a name, or a subtree's base) and an empty list
+_TWIN_ARC = "2.25.329800735698586629295641978511506172918"
+ODD_ADDRESS = x509.ObjectIdentifier(_TWIN_ARC + ".2")
+NO_NAME = x509.ObjectIdentifier(_TWIN_ARC + ".3")
 
 __all__ = ["NOT_JUDGED", "extension_of", "extension_spans", "name_constraint_problem",
            "raw_extensions", "subject_text"]
@@ -178,6 +183,11 @@ def _within(name: Name, base: x509.GeneralName) -> bool | int | None:
         return _dn_within(value, base.value)
     if kind == "DNS name" and isinstance(base, x509.DNSName) and isinstance(value, str):
         return _dns_within(value, base.value)
+    odd_base = isinstance(base, x509.OtherName) and base.type_id == ODD_ADDRESS
+    if kind == "address" and (odd_base or isinstance(value, bytes)):
+        # nc_ip: an address of neither 4 nor 16 bytes, or a base of neither 8 nor 32
+        return V_UNSUPPORTED_NAME_SYNTAX if odd_base or isinstance(base, x509.IPAddress) \
+            else None
     if kind == "address" and isinstance(base, x509.IPAddress) and \
             isinstance(base.value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
         return value in base.value   # an IPv4 address is in no IPv6 subtree (nc_ip)
@@ -233,6 +243,10 @@ def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
     san = extension_of(cert, x509.SubjectAlternativeName)
     entries = list(san) if isinstance(san, x509.SubjectAlternativeName) else []
     for entry in entries:
+        if isinstance(entry, x509.OtherName) and entry.type_id in (ODD_ADDRESS, NO_NAME):
+            if entry.type_id == ODD_ADDRESS:   # certtwin.py's stand-in: its bytes
+                yield "address", entry.value[2:]
+            continue
         if isinstance(entry, x509.OtherName):
             yield ("SmtpUTF8 mailbox", entry.value) if entry.type_id == _SMTP_UTF8 \
                 else ("other name", entry)
@@ -306,7 +320,9 @@ def _nc_verdict(name: Name, nc: x509.NameConstraints,
 
 def _shown(name: Name) -> str:
     kind, value = name
-    if isinstance(value, x509.Name):
+    if kind == "address" and isinstance(value, bytes):
+        text = f"of {len(value)} bytes ({value.hex()})"
+    elif isinstance(value, x509.Name):
         text = value.rfc4514_string() or "(empty name)"
     elif isinstance(value, x509.OtherName):
         text = f"of type {value.type_id.dotted_string}"

@@ -1,0 +1,153 @@
+"""A readable twin of a certificate whose extensions `cryptography` refuses in a form
+OpenSSL reads (measured with `openssl verify -purpose sslserver`, 3.0), to read its
+extensions with, never to check its signature (which no longer holds): each extension
+rewritten into one cryptography reads that means the same to OpenSSL's checks.
+
+- basicConstraints: CA:FALSE with a pathLenConstraint (OpenSSL reads it as CA:FALSE, the
+  path length checked only in strict mode) or CA:FALSE written out (a DEFAULT encoded) as
+  an empty SEQUENCE; a BOOLEAN of a byte other than 0x00 and 0xFF as TRUE (0xFF).
+- extendedKeyUsage without a purpose (OpenSSL: no purpose, 26 for a TLS server) as one of
+  `NO_PURPOSE`, a purpose no check knows.
+- subjectAltName: an iPAddress of neither 4 nor 16 bytes (OpenSSL matches it to no
+  address; a name constraint of addresses says 53 for it, nc_ip) as an otherName of type
+  `ODD_ADDRESS` holding its bytes; an empty list as one otherName of type `NO_NAME`,
+  which stands for nothing (no DNS name: the host name is the CN's, as OpenSSL reads it).
+- nameConstraints: an empty list of subtrees dropped (OpenSSL: no constraint), a
+  subtree's iPAddress base of neither 8 nor 32 bytes (53 for any address it meets) as an
+  otherName of type `ODD_ADDRESS`; no subtree left: one base of type `NO_NAME`.
+engine/nameconstraints.py reads those otherNames as OpenSSL reads what they stand for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from tlsprobe.engine.certext import basic_constraints, problem_of
+from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS, extension_spans
+from tlsprobe.model.pubkey import load_certificate
+from tlsprobe.wire.spki import der_element, der_length
+
+__all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "readable_twin"]
+
+#: the stand-ins' OIDs (a UUID arc, X.667: no certificate names them)
+NO_PURPOSE = x509.ObjectIdentifier("2.25.329800735698586629295641978511506172918.1")
+
+
+def _tlv(tag: int, body: bytes) -> bytes:
+    return bytes([tag]) + der_length(len(body)) + body
+
+
+def _oid(oid: x509.ObjectIdentifier) -> bytes:
+    arcs = [int(a) for a in oid.dotted_string.split(".")]
+    body = bytearray()
+    for n in [40 * arcs[0] + arcs[1], *arcs[2:]]:
+        chunk = [n & 0x7F]
+        while n > 0x7F:
+            n >>= 7
+            chunk.append(0x80 | (n & 0x7F))
+        body += bytes(reversed(chunk))
+    return _tlv(0x06, bytes(body))
+
+
+def _other_name(oid: x509.ObjectIdentifier, value: bytes = b"") -> bytes:
+    """An otherName GeneralName ([0] type-id, [0] EXPLICIT an OCTET STRING of `value`)."""
+    return _tlv(0xA0, _oid(oid) + _tlv(0xA0, _tlv(0x04, value)))
+
+
+def _elements(value: bytes) -> list[tuple[int, bytes, bytes]]:
+    """(tag, contents, whole element) of each element inside the one element `value`."""
+    _, at, end = der_element(value, 0, len(value))
+    out = []
+    while at < end:
+        tag, start, stop = der_element(value, at, end)
+        out.append((tag, value[start:stop], value[at:stop]))
+        at = stop
+    return out
+
+
+def _basic_constraints(value: bytes) -> bytes:
+    ca, length = basic_constraints(value)
+    return _tlv(0x30, b"\x01\x01\xff" + (_tlv(0x02, length) if length else b"")) if ca \
+        else b"\x30\x00"
+
+
+def _usages(value: bytes) -> bytes:
+    return value if _elements(value) else _tlv(0x30, _oid(NO_PURPOSE))
+
+
+def _names(value: bytes) -> bytes:
+    names = [_other_name(ODD_ADDRESS, body) if tag == 0x87 and len(body) not in (4, 16)
+             else whole for tag, body, whole in _elements(value)]
+    return _tlv(0x30, b"".join(names) or _other_name(NO_NAME))
+
+
+def _subtree(whole: bytes) -> bytes:
+    parts = _elements(whole)
+    tag, body, _ = parts[0]
+    if tag != 0x87 or len(body) in (8, 32):
+        return whole
+    return _tlv(0x30, _other_name(ODD_ADDRESS, body) + b"".join(p[2] for p in parts[1:]))
+
+
+def _constraints(value: bytes) -> bytes:
+    lists = [_tlv(tag, b"".join(_subtree(w) for _, _, w in _elements(whole)))
+             for tag, body, whole in _elements(value) if body]
+    return _tlv(0x30, b"".join(lists) or _tlv(0xA0, _tlv(0x30, _other_name(NO_NAME))))
+
+
+#: the rewriting of each extension whose forms are read here, by OID
+_REWRITES: dict[str, Callable[[bytes], bytes]] = {
+    "2.5.29.19": _basic_constraints, "2.5.29.37": _usages, "2.5.29.17": _names,
+    "2.5.29.30": _constraints}
+
+
+def readable_twin(cert: x509.Certificate) -> x509.Certificate:
+    """`cert` itself (the very object: a caller may tell a twin by identity) when
+    cryptography reads its extensions, else its twin (the module's text) when that reads
+    them, else `cert`."""
+    try:
+        len(cert.extensions)
+        return cert
+    except (ValueError, TypeError, x509.DuplicateExtension):
+        return _twin(cert) or cert
+
+
+def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> bytes:
+    """The DER element at `at` with the contents [start, stop) of an element inside it
+    replaced by `new`, each enclosing length written anew."""
+    tag, body, end = der_element(der, at, len(der))
+    if (body, end) == (start, stop):
+        inner = new
+    else:
+        parts, pos = [], body
+        while pos < end:
+            child_end = der_element(der, pos, end)[2]
+            parts.append(_with_contents(der, pos, start, stop, new) if pos <= start < child_end
+                         else der[pos:child_end])
+            pos = child_end
+        inner = b"".join(parts)
+    return bytes([tag]) + der_length(len(inner)) + inner
+
+
+@lru_cache(maxsize=64)
+def _twin(cert: x509.Certificate) -> x509.Certificate | None:
+    der = cert.public_bytes(Encoding.DER)
+    try:
+        for index in range(len(extension_spans(der))):
+            oid, start, stop = extension_spans(der)[index]
+            value = der[start:stop]
+            rewrite = _REWRITES.get(oid)
+            if rewrite is None or problem_of(oid, value) is not None:
+                continue   # one OpenSSL refuses: certext.py judged it (20)
+            new = rewrite(value)
+            if new != value:
+                der = _with_contents(der, 0, start, stop, new)
+        twin = load_certificate(der)
+        len(twin.extensions)
+    except (ValueError, TypeError, x509.DuplicateExtension):
+        return None
+    return twin
