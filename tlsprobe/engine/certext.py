@@ -30,6 +30,7 @@ from cryptography import x509
 
 from tlsprobe.engine.nameconstraints import (
     raw_extensions,
+    same_name,
     subject_text,
 )
 from tlsprobe.wire.spki import der_element
@@ -326,7 +327,7 @@ def invalid_near(cert: x509.Certificate, others: list[x509.Certificate]) -> str 
         return (f"{subject_text(cert)} has an extension OpenSSL refuses ({problem}): OpenSSL "
                 "finds no issuer of it")
     for other in others:
-        problem = invalid_extension(other) if other.subject == cert.issuer else None
+        problem = invalid_extension(other) if same_name(other.subject, cert.issuer) else None
         if problem is not None:
             return (f"the issuer {subject_text(other)} of {subject_text(cert)} has an extension "
                     f"OpenSSL refuses ({problem}): OpenSSL takes it for no issuer")

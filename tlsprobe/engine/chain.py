@@ -40,7 +40,11 @@ from tlsprobe.engine.chainpath import (
 )
 from tlsprobe.engine.chainunparsed import off_path_note, unparsed_on_path
 from tlsprobe.engine.hostname import is_address, match_host, sans
-from tlsprobe.engine.nameconstraints import NOT_JUDGED, name_constraint_problem
+from tlsprobe.engine.nameconstraints import (
+    NOT_JUDGED,
+    name_constraint_problem,
+    same_name,
+)
 from tlsprobe.engine.truststore import (
     default_cafile,
     load_trust_store,
@@ -153,7 +157,7 @@ def _same(stored: x509.Certificate, cert: x509.Certificate) -> bool:
 
 
 def _itself(stored: x509.Certificate, cert: x509.Certificate) -> bool:
-    return stored.subject == cert.subject and same_key(stored, cert)
+    return same_name(stored.subject, cert.subject) and same_key(stored, cert)
 
 
 def trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
@@ -221,7 +225,7 @@ def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
-    if any(c.subject == last.issuer and not akid_fits(last, c) for c in chain):
+    if any(same_name(c.subject, last.issuer) and not akid_fits(last, c) for c in chain):
         return V_NO_LOCAL_ISSUER, (f"the certificate the server sent as {issuer} is not the "
                                    f"issuer of {name} its authorityKeyIdentifier names, and "
                                    "that issuer is not in the trust store")

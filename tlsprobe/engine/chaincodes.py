@@ -29,6 +29,7 @@ from tlsprobe.engine.nameconstraints import (
     V_UNSUPPORTED_CONSTRAINT_TYPE,
     V_UNSUPPORTED_NAME_SYNTAX,
     extension_of,
+    same_name,
     subject_text,
 )
 from tlsprobe.engine.verify import key_kind
@@ -206,7 +207,7 @@ def extension_problem(path: list[x509.Certificate]) -> Problem | None:
                 bc.path_length is not None and below > bc.path_length + 1:
             return V_PATH_LENGTH, (f"{subject_text(cert)} allows {bc.path_length} CA "
                                    f"certificate(s) below it, the path has {below - 1}")
-        if depth == 0 or cert.subject != cert.issuer:
+        if depth == 0 or not same_name(cert.subject, cert.issuer):
             below += 1
     return None
 

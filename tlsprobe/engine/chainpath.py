@@ -17,6 +17,7 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from tlsprobe.engine.certext import invalid_extension
+from tlsprobe.engine.nameconstraints import same_name
 from tlsprobe.model.pubkey import public_key, verify_issued
 
 __all__ = [
@@ -138,8 +139,8 @@ def anchors_of(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]
     if invalid_extension(cert) is not None:
         return []
     return [a for a in anchors if invalid_extension(a) is None and (
-        (a.subject == cert.subject and same_key(a, cert)) or
-        (a.subject == cert.issuer and issued(cert, a) is not False))]
+        (same_name(a.subject, cert.subject) and same_key(a, cert)) or
+        (same_name(a.subject, cert.issuer) and issued(cert, a) is not False))]
 
 
 def anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
@@ -185,7 +186,7 @@ def may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     """`issuer` is named as `cert`'s issuer, `cert`'s authorityKeyIdentifier does not
     contradict it, its key is of the signature's family (the signature itself is not
     looked at), and OpenSSL can cache the extensions of both."""
-    return cert.issuer == issuer.subject and key_fits(cert, issuer) and \
+    return same_name(cert.issuer, issuer.subject) and key_fits(cert, issuer) and \
         akid_fits(cert, issuer) and invalid_extension(cert) is None and \
         invalid_extension(issuer) is None
 
@@ -197,7 +198,7 @@ def store_issuer(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...],
     key family: not the signature), in the store's order, the first within its dates, else
     the one that expired last; None when there is none (a copy of `cert` itself is none)."""
     found = [a for a in anchors if may_issue(cert, a)
-             and not (a.subject == cert.subject and same_key(a, cert))]
+             and not (same_name(a.subject, cert.subject) and same_key(a, cert))]
     current = next((a for a in found if a.not_valid_before_utc <= now <= a.not_valid_after_utc),
                    None)
     if current is not None or not found:
@@ -216,7 +217,7 @@ def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...
     path = [chain[0]]
     while len(path) < MAX_PATH:
         current = path[-1]
-        if current.issuer == current.subject:   # self-issued: trusted only as itself
+        if same_name(current.issuer, current.subject):   # self-issued: only as itself
             return None
         anchor = store_issuer(current, anchors, now)
         if anchor is not None:

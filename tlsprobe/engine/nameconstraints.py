@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
+from functools import lru_cache
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -45,7 +46,7 @@ ODD_ADDRESS = x509.ObjectIdentifier(_TWIN_ARC + ".2")
 NO_NAME = x509.ObjectIdentifier(_TWIN_ARC + ".3")
 
 __all__ = ["NOT_JUDGED", "extension_of", "extension_spans", "name_constraint_problem",
-           "raw_extensions", "subject_text"]
+           "raw_extensions", "same_name", "subject_text"]
 
 Problem = tuple[int, str]
 #: a name constraints apply to: (kind, value), kind one of "directory name" (x509.Name),
@@ -118,6 +119,18 @@ def _canon(attr: x509.NameAttribute[str | bytes]) -> tuple[str, object]:
     words = "".join(" " if c in _SPACE else c for c in value.strip(_SPACE)).split(" ")
     text = " ".join(w for w in words if w)
     return attr.oid.dotted_string, "".join(c.lower() if c.isascii() else c for c in text)
+
+
+@lru_cache(maxsize=1024)
+def _canonical(name: x509.Name) -> tuple[frozenset[tuple[str, object]], ...]:
+    return tuple(frozenset(_canon(a) for a in rdn) for rdn in name.rdns)
+
+
+def same_name(a: x509.Name, b: x509.Name) -> bool:
+    """`a` and `b` are one name for OpenSSL (X509_NAME_cmp compares their canonical
+    encodings: each RDN's attributes as `_canon` reads them, in any order), as it finds an
+    issuer by name: case and runs of white space in the string types do not count."""
+    return a == b or _canonical(a) == _canonical(b)
 
 
 def _dn_within(name: x509.Name, base: x509.Name) -> bool:
@@ -354,7 +367,7 @@ def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
     known here. ValueError: a name constraints extension not read."""
     for depth in range(len(path) - 1, -1, -1):
         cert = path[depth]
-        if depth and cert.subject == cert.issuer:
+        if depth and same_name(cert.subject, cert.issuer):
             continue
         for ca in reversed(path[depth + 1:]):
             nc = extension_of(ca, x509.NameConstraints)
