@@ -94,3 +94,36 @@ def test_an_unparsable_certificate_counts_only_on_the_path(
     assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), ver
     assert "certificate 2 of the chain cannot be parsed by cryptography, and OpenSSL's path " \
         "does not go through it" in ver["message"], ver
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("named", [False, True])
+def test_a_store_certificate_cryptography_cannot_parse_counts_only_by_its_name(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path,
+        named: bool) -> None:
+    """The trust store holds a certificate cryptography cannot parse (OpenSSL reads it)
+    and not the chain's root. Its name is not the leaf's issuer's: OpenSSL says 20, and
+    tlsprobe now too (was not established); it is (another key): OpenSSL takes it for the
+    issuer (7), which cannot be told here: not established."""
+    chain = issued()
+    (tmp_path / "leaf.pem").write_bytes(pem(chain.leaf_der))
+    (tmp_path / "leaf.key").write_bytes(chain.leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    other = issued(ca_name="BER Test CA" if named else "Unrelated CA")   # another key
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(issued(ca_name="Elsewhere CA").ca_der) +
+                      pem(mangled(other, "serial-long-length", ca=True)))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == (7 if named else 20), text
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    ver = json.loads(res.stdout)["verification"]
+    if named:
+        assert ver["code"] is None and "the issuer may be among them" in ver["message"], ver
+        return
+    assert ver["code"] == 20 and ver["message"].startswith(f"20 ({text})"), ver
+    assert "the trust store holds a certificate cryptography cannot parse, none of them " \
+        "named as an issuer of a certificate the server sent" in ver["message"], ver

@@ -38,7 +38,11 @@ from tlsprobe.engine.chainpath import (
     self_signed,
     store_issuer,
 )
-from tlsprobe.engine.chainunparsed import off_path_note, unparsed_on_path
+from tlsprobe.engine.chainunparsed import (
+    off_path_note,
+    store_may_hold_issuer,
+    unparsed_on_path,
+)
 from tlsprobe.engine.hostname import is_address, match_host, sans
 from tlsprobe.engine.nameconstraints import (
     NOT_JUDGED,
@@ -408,9 +412,13 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     result = verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
     if unparsed and result.established and result.code in _STORE_CODES:
         # OpenSSL reads what cryptography refuses (BER): the issuer may be one of those
-        many = f"{unparsed} certificates" if unparsed > 1 else "a certificate"
-        return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
-                                 f"holds {many} cryptography cannot parse, which OpenSSL "
-                                 "may read: the issuer may be among them",
-                                 established=False)
+        many = f"{len(unparsed)} certificates" if len(unparsed) > 1 else "a certificate"
+        if store_may_hold_issuer(ders, unparsed):
+            return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
+                                     f"holds {many} cryptography cannot parse, which OpenSSL "
+                                     "may read: the issuer may be among them",
+                                     established=False)
+        result = replace(result, detail=_join(result.detail, (
+            f"the trust store holds {many} cryptography cannot parse, none of them named as "
+            "an issuer of a certificate the server sent")))
     return path, result

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from cryptography import x509
 
 from tlsprobe.engine.chainpath import may_issue, self_signed
+from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import subject_name
 
-__all__ = ["Unparsed", "off_path_note", "unparsed_on_path"]
+__all__ = ["Unparsed", "off_path_note", "store_may_hold_issuer", "unparsed_on_path"]
 
 #: (position in the sent chain, its DER, cryptography's reason)
 Unparsed = tuple[int, bytes, str]
@@ -83,3 +84,17 @@ def off_path_note(unparsed: Sequence[Unparsed]) -> str:
     many = len(unparsed) > 1
     return (f"certificate{'s' if many else ''} {where} of the chain cannot be parsed by "
             f"cryptography, and OpenSSL's path does not go through {'them' if many else 'it'}")
+
+
+def store_may_hold_issuer(ders: Sequence[bytes], stored: Sequence[bytes]) -> bool:
+    """One of the trust store's certificates cryptography cannot parse (`stored`) may be
+    the issuer OpenSSL finds there (X509_STORE looks it up by name) for a certificate the
+    server sent (`ders`): its subject may be one's issuer name, or a sent certificate does
+    not parse here either."""
+    issuers = []
+    for der in ders:
+        try:
+            issuers.append(load_certificate(der).issuer)
+        except ValueError:
+            return True
+    return any(_may_be_named(der, name) for der in stored for name in issuers)
