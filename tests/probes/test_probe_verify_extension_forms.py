@@ -17,12 +17,11 @@ constraint (53 for an address it meets), a basicConstraints BOOLEAN of 0x01 (CA:
 in an intermediate or the store's root)."""
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import ipaddress
 
 import pytest
 from cryptography import x509
@@ -122,3 +121,21 @@ def test_a_form_openssl_reads_gets_its_verdict(tls_server: Callable[..., Any],
     if name == "leaf-san-empty":   # it has one, empty: the host name is the CN's
         assert ver["message"] == "0 (ok): localhost matched by the subject CN: the " \
             "certificate has no subjectAltName DNS name (browsers refuse it)", ver
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_certificate_without_a_san_is_not_said_to_have_an_undecodable_one(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """An intermediate whose extension list cryptography refuses (an extendedKeyUsage
+    without a purpose) and that has no subjectAltName: its summary said "(undecodable
+    subjectAltName: ...)", an extension it does not have; the leaf's, in a list that
+    cryptography refuses too, is one it has."""
+    case = Case(inter_extra=((EKU_EMPTY, False),), leaf_extra=((EKU_EMPTY, False),), eku=())
+    root, leaf, key, inter = _build(case, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter)])
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", root, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    certificates = json.loads(res.stdout)["certificates"]
+    assert certificates[1]["san"] == [], certificates[1]
+    assert certificates[0]["san"][0].startswith("(undecodable subjectAltName"), certificates[0]

@@ -32,6 +32,7 @@ from tlsprobe.wire.spki import (
     ber_element,
     certificate_shape,
     ec_named_curve,
+    extension_oids,
     spki_algorithm,
     subject_public_key_info,
 )
@@ -182,3 +183,12 @@ def test_indefinite_lengths_as_openssl_reads_them() -> None:
         ber_element(b"\x30\x80\x05\x00\x00\x00", 0, 5)   # its end past the container
     # a long form of nine bytes whose value fits eight (leading zeros skipped)
     assert ber_element(b"\x04\x89" + bytes(8) + b"\x01\xaa", 0, 12)[1:3] == (11, 12)
+
+
+@pytest.mark.parametrize("edit", ["serial-long-length", "tbs-indefinite-length"])
+def test_the_extension_oids_are_cryptographys(edit: str) -> None:
+    chain = issued()
+    want = [e.oid.dotted_string for e in x509.load_der_x509_certificate(chain.leaf_der).extensions]
+    assert want == ["2.5.29.17"]
+    assert extension_oids(mangled(chain, edit)) == want
+    assert extension_oids(chain.ca_der) == ["2.5.29.19"]

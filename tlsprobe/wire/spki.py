@@ -145,6 +145,26 @@ def _spki(der: bytes) -> tuple[int, int, int, int]:
     return at, spki, spki_end, after
 
 
+def extension_oids(der: bytes) -> list[str]:
+    """The dotted OIDs of a certificate's extensions in order, read by its outline (an
+    extension list `cryptography` refuses as a whole still says which it holds);
+    ValueError as `certificate_shape`."""
+    start, end, _ = _expect(der, 0, len(der), _SEQUENCE)
+    tbs_end = _expect(der, start, end, _SEQUENCE)[1]
+    at = _expect(der, _subject_and_spki(der)[1], tbs_end, _SEQUENCE)[2]
+    out = []
+    while at < tbs_end:
+        tag, body, stop, at = ber_element(der, at, tbs_end)
+        if tag != 0xA3:
+            continue
+        ext, ext_end, _ = _expect(der, body, stop, _SEQUENCE)
+        while ext < ext_end:
+            field, field_end, ext = _expect(der, ext, ext_end, _SEQUENCE)
+            oid, oid_end, _ = _expect(der, field, field_end, _OID)
+            out.append(oid_text(der[oid:oid_end]))
+    return out
+
+
 def subject_name(der: bytes) -> bytes:
     """A certificate's subject Name as DER (definite lengths in the shortest form, as
     `x509.Name.from_bytes` reads it), by its outline alone; ValueError as
@@ -319,5 +339,6 @@ def ec_explicit_parameters(der: bytes) -> bool:
 
 
 __all__ = ["EC_PUBLIC_KEY", "ber_element", "certificate_shape", "der_children", "der_element", "der_length",
-           "ec_explicit_parameters", "ec_named_curve", "has_certificate_shape", "oid_text",
+           "ec_explicit_parameters", "ec_named_curve", "extension_oids", "has_certificate_shape",
+           "oid_text",
            "spki_algorithm", "subject_name", "subject_public_key_info"]
