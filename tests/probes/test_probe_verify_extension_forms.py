@@ -17,6 +17,7 @@ constraint (53 for an address it meets), a basicConstraints BOOLEAN of 0x01 (CA:
 in an intermediate or the store's root)."""
 from __future__ import annotations
 
+import datetime
 import ipaddress
 import json
 from collections.abc import Callable
@@ -25,7 +26,11 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
+from tests.helpers.bercert import children, pem, tlv
 from tests.probes.test_probe_verify_openssl_codes import (
     CA_USAGE,
     Case,
@@ -139,3 +144,85 @@ def test_a_certificate_without_a_san_is_not_said_to_have_an_undecodable_one(
     certificates = json.loads(res.stdout)["certificates"]
     assert certificates[1]["san"] == [], certificates[1]
     assert certificates[0]["san"][0].startswith("(undecodable subjectAltName"), certificates[0]
+
+
+# -- critical flags not in DER: cryptography refuses the whole certificate ----------------
+NOW = datetime.datetime.now(datetime.UTC)
+SAN_OID, BC_OID = "0603551d11", "0603551d13"
+UNKNOWN_OID = "06092b06010401868d1f01"   # 1.3.6.1.4.1.99999.1
+UNKNOWN = _raw("1.3.6.1.4.1.99999.1", "0500")
+
+
+def _flag(oid: str, byte: str) -> Callable[[bytes], bytes]:
+    """The critical BOOLEAN of the extension `oid` (DER) written with the byte `byte`."""
+    return lambda tbs: tbs.replace(bytes.fromhex(oid + "0101ff"),
+                                   bytes.fromhex(oid + "0101" + byte))
+
+
+def _signed(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str,
+            signer: ec.EllipticCurvePrivateKey,
+            exts: list[tuple[x509.ExtensionType, bool]],
+            edit: Callable[[bytes], bytes] | None = None) -> bytes:
+    builder = (x509.CertificateBuilder()
+               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+               .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(NOW - datetime.timedelta(days=1))
+               .not_valid_after(NOW + datetime.timedelta(days=30)))
+    for ext, critical in exts:
+        builder = builder.add_extension(ext, critical)
+    der = builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
+    if edit is None:
+        return der
+    tbs, algorithm, _ = children(der)
+    new = edit(tbs)
+    assert new != tbs
+    return tlv(0x30, new + algorithm + tlv(0x03, b"\x00" + signer.sign(
+        new, ec.ECDSA(hashes.SHA256()))))
+
+
+SAN_LOCALHOST = x509.SubjectAlternativeName([x509.DNSName("localhost")])
+CA = x509.BasicConstraints(ca=True, path_length=None)
+#: (leaf extensions, leaf edit, intermediate edit, a forged leaf, OpenSSL's code)
+FLAGS = {
+    "leaf-san-critical-0x01": ([(SAN_LOCALHOST, True)], _flag(SAN_OID, "01"), None, False, 0),
+    "leaf-san-critical-false-written-out": ([(SAN_LOCALHOST, True)], _flag(SAN_OID, "00"),
+                                            None, False, 0),
+    "intermediate-basicconstraints-critical-0x01": ([(SAN_LOCALHOST, False)], None,
+                                                    _flag(BC_OID, "01"), False, 0),
+    "leaf-unknown-extension-critical-0x01": ([(SAN_LOCALHOST, False), (UNKNOWN, True)],
+                                             _flag(UNKNOWN_OID, "01"), None, False, 34),
+    "leaf-unknown-extension-critical-false-written-out": (
+        [(SAN_LOCALHOST, False), (UNKNOWN, True)], _flag(UNKNOWN_OID, "00"), None, False, 0),
+    "forged-leaf-san-critical-0x01": ([(SAN_LOCALHOST, True)], _flag(SAN_OID, "01"), None,
+                                      True, 7),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("name", list(FLAGS))
+def test_critical_flags_not_in_der(tls_server: Callable[..., Any],
+                                   run_cli: Callable[..., Any], tmp_path: Path,
+                                   name: str) -> None:
+    """An extension's critical BOOLEAN of 0x01, or FALSE written out (DER omits the
+    DEFAULT): OpenSSL reads the certificate; cryptography refuses it whole, and tlsprobe
+    said "not established" for each (the certificate cannot be parsed). It is now read
+    through a copy in DER (certtwin.parsed_twin), its signature checked over the bytes as
+    sent (a forged one is 7)."""
+    leaf_exts, leaf_edit, inter_edit, forged, expected = FLAGS[name]
+    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    root = _signed("Codes Root", root_key, "Codes Root", root_key, [(CA, True)])
+    inter = _signed("Codes CA", inter_key, "Codes Root", root_key, [(CA, True)], inter_edit)
+    leaf = _signed("localhost", leaf_key, "Codes CA",
+                   ec.generate_private_key(ec.SECP256R1()) if forged else inter_key,
+                   leaf_exts, leaf_edit)
+    for file, der in (("root.pem", root), ("inter.pem", inter), ("leaf.pem", leaf)):
+        (tmp_path / file).write_bytes(pem(der))
+    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    chain = (tmp_path / "root.pem", tmp_path / "leaf.pem", tmp_path / "leaf.key",
+             tmp_path / "inter.pem")
+    code, text, ver = served_verdicts(tls_server, run_cli, Case(), chain)
+    assert code == expected, (name, code, text)   # s_client -verify_return_error first
+    assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), (name, ver)

@@ -31,7 +31,12 @@ from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS, extension_span
 from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import der_element, der_length
 
-__all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "readable_twin"]
+__all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin", "readable_twin"]
+
+#: each twin made by `parsed_twin` (its DER) -> the certificate as sent, whose signature
+#: is the one to check (bounded: emptied when full)
+_ORIGINALS: dict[bytes, bytes] = {}
+_ORIGINALS_MAX = 256
 
 #: the stand-ins' OIDs (a UUID arc, X.667: no certificate names them)
 NO_PURPOSE = x509.ObjectIdentifier("2.25.329800735698586629295641978511506172918.1")
@@ -151,3 +156,52 @@ def _twin(cert: x509.Certificate) -> x509.Certificate | None:
     except (ValueError, TypeError, x509.DuplicateExtension):
         return None
     return twin
+
+
+def parsed_twin(der: bytes) -> x509.Certificate | None:
+    """A certificate cryptography refuses as a whole only for its extensions' critical
+    flags (a BOOLEAN of a byte other than 0x00 and 0xFF; FALSE, the DEFAULT, written out:
+    OpenSSL reads both) read through a copy whose flags are in DER; None for any other
+    certificate. Its signature is checked over the bytes as sent (`original_of`)."""
+    try:
+        new = _critical_flags(der)
+        twin = load_certificate(new) if new != der else None
+    except ValueError:
+        return None
+    if twin is not None:
+        if len(_ORIGINALS) >= _ORIGINALS_MAX:
+            _ORIGINALS.clear()
+        _ORIGINALS[new] = der
+    return twin
+
+
+def original_of(cert: x509.Certificate) -> bytes | None:
+    """The certificate as sent of a twin `parsed_twin` made, else None."""
+    return _ORIGINALS.get(cert.public_bytes(Encoding.DER)) if _ORIGINALS else None
+
+
+def _critical_flags(der: bytes) -> bytes:
+    """`der` with each extension's critical BOOLEAN as DER writes it (TRUE as 0xFF, FALSE
+    left out); ValueError for a certificate not in DER otherwise."""
+    _, body, end = der_element(der, 0, len(der))
+    _, at, tbs_end = der_element(der, body, end)
+    found = None
+    while at < tbs_end:
+        tag, start, at = der_element(der, at, tbs_end)
+        found = (start, at) if tag == 0xA3 else found
+    if found is None:
+        return der
+    _, start, stop = der_element(der, *found)
+    extensions, at = [], start
+    while at < stop:
+        _, part, at = der_element(der, at, stop)
+        fields = []
+        while part < at:
+            tag, value, end = der_element(der, part, at)
+            if tag == 0x01 and end - value == 1:
+                fields.append(b"\x01\x01\xff" if der[value] else b"")
+            else:
+                fields.append(der[part:end])
+            part = end
+        extensions.append(_tlv(0x30, b"".join(fields)))
+    return _with_contents(der, 0, start, stop, b"".join(extensions))

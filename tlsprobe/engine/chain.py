@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
 from tlsprobe.engine.certext import invalid_near, unreadable
-from tlsprobe.engine.certtwin import readable_twin
+from tlsprobe.engine.certtwin import original_of, parsed_twin, readable_twin
 from tlsprobe.engine.chainlib import library_refusal, plain_link
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -307,6 +307,11 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
             chain.append(load_certificate(der))
             positions.append(i)
         except ValueError as exc:   # OpenSSL may read it (BER lengths)
+            twin = parsed_twin(der)   # (critical flags not in DER)
+            if twin is not None:
+                chain.append(twin)
+                positions.append(i)
+                continue
             text = " ".join(str(exc).split())[:160]
             if i == 0:
                 return ChainResult(V_UNSPECIFIED, f"the leaf cannot be parsed by cryptography "
@@ -380,7 +385,8 @@ def _second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
     read in a form OpenSSL reads (certtwin.readable_twin) are judged here alone, their
     signatures checked, their links of kinds the library accepts: it checks the path
     above the last of them."""
-    twins = [i for i, cert in enumerate(path) if readable_twin(cert) is not cert]
+    twins = [i for i, cert in enumerate(path)
+             if readable_twin(cert) is not cert or original_of(cert) is not None]
     if not twins:
         return library_refusal(_roots(anchors), now, path[0], rest)
     if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):

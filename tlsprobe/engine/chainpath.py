@@ -17,8 +17,10 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from tlsprobe.engine.certext import invalid_extension
+from tlsprobe.engine.certtwin import original_of
 from tlsprobe.engine.nameconstraints import same_name
-from tlsprobe.model.pubkey import public_key, verify_issued
+from tlsprobe.model.pubkey import public_key, verify_issued, verify_signed
+from tlsprobe.wire.spki import signed_parts
 
 __all__ = [
     "MAX_PATH",
@@ -109,8 +111,12 @@ def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     whose extensions OpenSSL cannot cache (certext.py), included."""
     if not may_issue(cert, issuer):
         return False
+    original = original_of(cert)
     try:
-        verify_issued(cert, issuer)
+        if original is None:
+            verify_issued(cert, issuer)
+        else:   # read through a twin: the signature is over the bytes as sent
+            verify_signed(cert, issuer, *signed_parts(original))
     except InvalidSignature:
         return False
     except (ValueError, TypeError, UnsupportedAlgorithm):

@@ -145,6 +145,18 @@ def _spki(der: bytes) -> tuple[int, int, int, int]:
     return at, spki, spki_end, after
 
 
+def signed_parts(der: bytes) -> tuple[bytes, bytes]:
+    """(the tbsCertificate's bytes as sent, the signature's bytes) of a certificate, read
+    by its outline (what its issuer's key signed, whatever form `cryptography` reads);
+    ValueError as `certificate_shape`."""
+    start, end, _ = _expect(der, 0, len(der), _SEQUENCE)
+    tbs = _expect(der, start, end, _SEQUENCE)[2]
+    signature, signature_end, _ = _expect(der, _algorithm(der, tbs, end), end, _BIT_STRING)
+    if signature == signature_end or der[signature] != 0:
+        raise ValueError("a signature that is not a whole number of bytes")
+    return der[start:tbs], der[signature + 1:signature_end]
+
+
 def extension_oids(der: bytes) -> list[str]:
     """The dotted OIDs of a certificate's extensions in order, read by its outline (an
     extension list `cryptography` refuses as a whole still says which it holds);
@@ -340,5 +352,5 @@ def ec_explicit_parameters(der: bytes) -> bool:
 
 __all__ = ["EC_PUBLIC_KEY", "ber_element", "certificate_shape", "der_children", "der_element", "der_length",
            "ec_explicit_parameters", "ec_named_curve", "extension_oids", "has_certificate_shape",
-           "oid_text",
+           "oid_text", "signed_parts",
            "spki_algorithm", "subject_name", "subject_public_key_info"]
