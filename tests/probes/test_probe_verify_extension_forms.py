@@ -209,7 +209,14 @@ def test_critical_flags_not_in_der(tls_server: Callable[..., Any],
     said "not established" for each (the certificate cannot be parsed). It is now read
     through a copy in DER (certtwin.parsed_twin), its signature checked over the bytes as
     sent (a forged one is 7)."""
-    leaf_exts, leaf_edit, inter_edit, forged, expected = FLAGS[name]
+    chain = _flag_chain(tmp_path, name)
+    code, text, ver = served_verdicts(tls_server, run_cli, Case(), chain)
+    assert code == FLAGS[name][4], (name, code, text)   # s_client -verify_return_error first
+    assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), (name, ver)
+
+
+def _flag_chain(tmp_path: Path, name: str) -> tuple[Path, Path, Path, Path]:
+    leaf_exts, leaf_edit, inter_edit, forged, _ = FLAGS[name]
     root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
     root = _signed("Codes Root", root_key, "Codes Root", root_key, [(CA, True)])
     inter = _signed("Codes CA", inter_key, "Codes Root", root_key, [(CA, True)], inter_edit)
@@ -221,8 +228,23 @@ def test_critical_flags_not_in_der(tls_server: Callable[..., Any],
     (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
-    chain = (tmp_path / "root.pem", tmp_path / "leaf.pem", tmp_path / "leaf.key",
-             tmp_path / "inter.pem")
-    code, text, ver = served_verdicts(tls_server, run_cli, Case(), chain)
-    assert code == expected, (name, code, text)   # s_client -verify_return_error first
-    assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), (name, ver)
+    return (tmp_path / "root.pem", tmp_path / "leaf.pem", tmp_path / "leaf.key",
+            tmp_path / "inter.pem")
+
+
+@pytest.mark.needs_impl("openssl")
+def test_the_scan_reads_a_leaf_whose_critical_flag_is_not_in_der(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The scan's certificate checks read such a leaf as the trust verdict does: its
+    chain check said "inconclusive: a certificate of the chain does not parse"."""
+    root, leaf, key, inter = _flag_chain(tmp_path, "leaf-san-critical-0x01")
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key), "-cert_chain",
+                                       str(inter)])
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "chain,key_usage", "--json",
+                  "--no-progress", "--no-policy", "--cafile", root, "--sni", "localhost")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    report = json.loads(res.stdout)
+    assert report["trust"]["code"] == 0, report["trust"]
+    verdicts = {c["name"]: c for c in report["check_results"]}
+    assert verdicts["chain"]["verdict"] != "inconclusive", verdicts["chain"]
+    assert verdicts["chain"]["details"]["path"] == [0, 1], verdicts["chain"]

@@ -31,7 +31,8 @@ from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS, extension_span
 from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import der_element, der_length
 
-__all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin", "readable_twin"]
+__all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
+           "readable_certificate", "readable_twin"]
 
 #: each twin made by `parsed_twin` (its DER) -> the certificate as sent, whose signature
 #: is the one to check (bounded: emptied when full)
@@ -173,6 +174,19 @@ def parsed_twin(der: bytes) -> x509.Certificate | None:
             _ORIGINALS.clear()
         _ORIGINALS[new] = der
     return twin
+
+
+def readable_certificate(der: bytes) -> x509.Certificate:
+    """`load_certificate(der)`, or the twin `parsed_twin` makes of a certificate refused
+    only for its critical flags (its signature is checked over the bytes as sent by
+    chainpath.issued). Raises ValueError as `load_certificate`."""
+    try:
+        return load_certificate(der)
+    except ValueError:
+        twin = parsed_twin(der)
+        if twin is None:
+            raise
+        return twin
 
 
 def original_of(cert: x509.Certificate) -> bytes | None:

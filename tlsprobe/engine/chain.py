@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
 from tlsprobe.engine.certext import invalid_near, unreadable
-from tlsprobe.engine.certtwin import original_of, parsed_twin, readable_twin
+from tlsprobe.engine.certtwin import original_of, readable_certificate, readable_twin
 from tlsprobe.engine.chainlib import library_refusal, plain_link
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -54,7 +54,6 @@ from tlsprobe.engine.truststore import (
     load_trust_store,
     unparsed_certificates,
 )
-from tlsprobe.model.pubkey import load_certificate
 
 V_OK = 0
 V_UNSPECIFIED = 1
@@ -303,15 +302,10 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
     chain, positions, unparsed = [], [], []
     for i, der in enumerate(ders):
-        try:
-            chain.append(load_certificate(der))
+        try:   # (critical flags not in DER: read through a twin)
+            chain.append(readable_certificate(der))
             positions.append(i)
         except ValueError as exc:   # OpenSSL may read it (BER lengths)
-            twin = parsed_twin(der)   # (critical flags not in DER)
-            if twin is not None:
-                chain.append(twin)
-                positions.append(i)
-                continue
             text = " ".join(str(exc).split())[:160]
             if i == 0:
                 return ChainResult(V_UNSPECIFIED, f"the leaf cannot be parsed by cryptography "
