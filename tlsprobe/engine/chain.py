@@ -413,8 +413,7 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     if unparsed and result.established and result.code in _STORE_CODES:
         # OpenSSL reads what cryptography refuses (BER): the issuer may be one of those
         many = f"{len(unparsed)} certificates" if len(unparsed) > 1 else "a certificate"
-        if result.code == V_NO_ISSUER or store_may_hold_issuer(ders, unparsed):   # (2: a
-            # store certificate's issuer, not a sent one's, is missing)
+        if store_may_hold_issuer(ders, unparsed, anchors):
             return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
                                      f"holds {many} cryptography cannot parse, which OpenSSL "
                                      "may read: the issuer may be among them",

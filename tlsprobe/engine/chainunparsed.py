@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from cryptography import x509
 
 from tlsprobe.engine.chainpath import may_issue, self_signed
+from tlsprobe.engine.nameconstraints import same_name
 from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import subject_name
 
@@ -86,12 +87,14 @@ def off_path_note(unparsed: Sequence[Unparsed]) -> str:
             f"cryptography, and OpenSSL's path does not go through {'them' if many else 'it'}")
 
 
-def store_may_hold_issuer(ders: Sequence[bytes], stored: Sequence[bytes]) -> bool:
+def store_may_hold_issuer(ders: Sequence[bytes], stored: Sequence[bytes],
+                          anchors: Sequence[x509.Certificate]) -> bool:
     """One of the trust store's certificates cryptography cannot parse (`stored`) may be
     the issuer OpenSSL finds there (X509_STORE looks it up by name) for a certificate the
-    server sent (`ders`): its subject may be one's issuer name, or a sent certificate does
-    not parse here either."""
-    issuers = []
+    server sent (`ders`) or a store certificate that is not self-issued (`anchors`: code 2
+    names the missing issuer of one): its subject may be one's issuer name, or a sent
+    certificate does not parse here either."""
+    issuers = [a.issuer for a in anchors if not same_name(a.issuer, a.subject)]
     for der in ders:
         try:
             issuers.append(load_certificate(der).issuer)
