@@ -20,6 +20,8 @@ engine/nameconstraints.py reads those otherNames as OpenSSL reads what they stan
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -35,9 +37,11 @@ __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
            "readable_certificate", "readable_twin"]
 
 #: each twin made by `parsed_twin` (its DER) -> the certificate as sent, whose signature
-#: is the one to check (bounded: emptied when full)
-_ORIGINALS: dict[bytes, bytes] = {}
-_ORIGINALS_MAX = 256
+#: is the one to check; bounded, the least recently used dropped first (a twin in use is
+#: asked for at each signature check of its path)
+_ORIGINALS: OrderedDict[bytes, bytes] = OrderedDict()
+_ORIGINALS_MAX = 1024
+_LOCK = threading.Lock()
 
 #: the stand-ins' OIDs (a UUID arc, X.667: no certificate names them)
 NO_PURPOSE = x509.ObjectIdentifier("2.25.329800735698586629295641978511506172918.1")
@@ -170,9 +174,11 @@ def parsed_twin(der: bytes) -> x509.Certificate | None:
     except ValueError:
         return None
     if twin is not None:
-        if len(_ORIGINALS) >= _ORIGINALS_MAX:
-            _ORIGINALS.clear()
-        _ORIGINALS[new] = der
+        with _LOCK:
+            _ORIGINALS[new] = der
+            _ORIGINALS.move_to_end(new)
+            while len(_ORIGINALS) > _ORIGINALS_MAX:
+                _ORIGINALS.popitem(last=False)
     return twin
 
 
@@ -191,7 +197,14 @@ def readable_certificate(der: bytes) -> x509.Certificate:
 
 def original_of(cert: x509.Certificate) -> bytes | None:
     """The certificate as sent of a twin `parsed_twin` made, else None."""
-    return _ORIGINALS.get(cert.public_bytes(Encoding.DER)) if _ORIGINALS else None
+    if not _ORIGINALS:
+        return None
+    der = cert.public_bytes(Encoding.DER)
+    with _LOCK:
+        original = _ORIGINALS.get(der)
+        if original is not None:
+            _ORIGINALS.move_to_end(der)
+    return original
 
 
 def _critical_flags(der: bytes) -> bytes:
