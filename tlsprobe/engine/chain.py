@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -25,8 +24,8 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
 from tlsprobe.engine.certext import invalid_near, unreadable
-from tlsprobe.engine.certtwin import original_of, readable_certificate, readable_twin
-from tlsprobe.engine.chainlib import library_refusal, plain_link
+from tlsprobe.engine.certtwin import readable_certificate, readable_twin
+from tlsprobe.engine.chainlib import second_opinion
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
     akid_fits,
@@ -146,13 +145,6 @@ def _signatures_and_dates(path: list[x509.Certificate], broken: int,
 
 def _subject(cert: x509.Certificate) -> str:
     return cert.subject.rfc4514_string() or "(empty subject)"
-
-
-@lru_cache(maxsize=8)
-def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...]:
-    """The self-signed certificates of the trust store: the only ones OpenSSL anchors a
-    path at (without -partial_chain), and so the library's store."""
-    return tuple(a for a in anchors if self_signed(a))
 
 
 def _same(stored: x509.Certificate, cert: x509.Certificate) -> bool:
@@ -360,7 +352,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     # it (cryptography's verifier refuses an end-entity certificate as its own anchor)
     itself = len(path) == 1 and self_signed(leaf) and path[0].public_bytes(Encoding.DER) == ders[0]
-    library = None if itself else _second_opinion(path, rest, anchors, now)
+    library = None if itself else second_opinion(path, rest, anchors, now)
     if library is not None:   # a refusal none of OpenSSL's checks above explains
         return ChainResult(V_UNSPECIFIED, _join(
             f"cryptography's verifier refuses the chain ({library}), for a reason none of "
@@ -370,31 +362,6 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
         return replace(named, detail=_join(
             "the self-signed certificate is itself in the trust store", named.detail))
     return named
-
-
-def _second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
-                    anchors: tuple[x509.Certificate, ...], now: datetime.datetime
-                    ) -> str | None:
-    """The library's refusal of the chain (chainlib.py), or None. Certificates it cannot
-    read in a form OpenSSL reads (certtwin.readable_twin) are judged here alone, their
-    signatures checked, their links of kinds the library accepts: it checks the path
-    above the last of them."""
-    twins = [i for i, cert in enumerate(path)
-             if readable_twin(cert) is not cert or original_of(cert) is not None]
-    if not twins:
-        return library_refusal(_roots(anchors), now, path[0], rest)
-    if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
-        return f"the signatures of the path from {_subject(path[0])} cannot all be checked here"
-    odd = next((path[i] for i in range(min(twins[-1] + 1, len(path) - 1))
-                if not plain_link(path[i], path[i + 1])), None)
-    if odd is not None:
-        return (f"it cannot read {_subject(odd)}, whose key, signature or issuer's key it "
-                "would judge in its own way")
-    if twins[-1] + 2 >= len(path):   # above the last one: the trust store's certificate
-        return None
-    above = path[twins[-1] + 1]
-    return library_refusal(_roots(anchors), now, above, [c for c in rest if c is not above],
-                           ca_leaf=True)
 
 
 def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str | None, *,
