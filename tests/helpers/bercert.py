@@ -57,6 +57,12 @@ def _long(element: bytes) -> bytes:
     return tlv(element[0], contents(element), long=True)
 
 
+def indefinite(element: bytes) -> bytes:
+    """A constructed element with an indefinite length (BER: 0x80, its contents, then the
+    end-of-contents 00 00), as OpenSSL's d2i reads it and `cryptography` refuses it."""
+    return bytes([element[0], 0x80]) + contents(element) + b"\x00\x00"
+
+
 def _utc_without_seconds(validity: bytes) -> bytes:
     not_before, not_after = children(validity)
     assert not_before[0] == 0x17, "a UTCTime"
@@ -89,7 +95,11 @@ EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "utctime-without-seconds": (4, _utc_without_seconds),
     "rsa-key-long-lengths": (6, _rsa_key_long),
     "subject-printablestring-at": (5, _printable_at),
+    "issuer-indefinite-length": (3, indefinite),
+    "spki-indefinite-length": (6, indefinite),
 }
+#: the whole tbsCertificate, or the whole Certificate, with an indefinite length
+WHOLE_EDITS = ("tbs-indefinite-length", "certificate-indefinite-length")
 
 
 @dataclass(frozen=True)
@@ -129,15 +139,21 @@ def issued(leaf_key: PrivateKey | None = None, ca_name: str = "BER Test CA") -> 
 
 
 def mangled(chain: Issued, edit: str, *, ca: bool = False) -> bytes:
-    """The leaf (`ca`: the CA) with `edit` (a key of EDITS) applied, signed again by the
-    CA."""
-    index, rewrite = EDITS[edit]
+    """The leaf (`ca`: the CA) with `edit` (a key of EDITS, or of WHOLE_EDITS) applied,
+    signed again by the CA (over the tbsCertificate's bytes as sent)."""
     tbs, algorithm, _ = children(chain.ca_der if ca else chain.leaf_der)
     fields = children(tbs)
-    fields[index] = rewrite(fields[index])
+    if edit in EDITS:
+        index, rewrite = EDITS[edit]
+        fields[index] = rewrite(fields[index])
+    elif edit not in WHOLE_EDITS:
+        raise KeyError(edit)
     new_tbs = tlv(0x30, b"".join(fields))
+    if edit == "tbs-indefinite-length":
+        new_tbs = indefinite(new_tbs)
     signature = chain.ca_key.sign(new_tbs, ec.ECDSA(hashes.SHA256()))
-    return tlv(0x30, new_tbs + algorithm + tlv(0x03, b"\x00" + signature))
+    whole = tlv(0x30, new_tbs + algorithm + tlv(0x03, b"\x00" + signature))
+    return indefinite(whole) if edit == "certificate-indefinite-length" else whole
 
 
 def pem(der: bytes) -> bytes:

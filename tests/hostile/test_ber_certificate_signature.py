@@ -7,11 +7,12 @@ certificate" (exit 6, a protocol error the server did not commit)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.bercert import issued, mangled
+from tests.helpers.bercert import issued, mangled, write
 
 from .catalog import HOLD
 from .server import Conn, HostileServer, Script
@@ -52,6 +53,50 @@ def test_a_leaf_without_a_certificates_outline_is_still_refused(
     der = mangled(issued(identity().key), "serial-long-length")
     # one byte short of its own length: no certificate's outline, for OpenSSL neither
     listener = hostile_server.serve(_flight(der[:-1], bad=False))
+    res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--no-verify",
+                  "--first-flight-only", "--timeout", "5")
+    assert res.returncode == 6, res.stderr
+    assert "leaf is not a parsable DER certificate" in res.stderr, res.stderr
+
+
+#: BER's indefinite lengths (OpenSSL's d2i reads them; `openssl s_server` re-encodes what
+#: it sends, so only a scripted server sends one): tlsprobe refused each leaf as "not a
+#: parsable DER certificate" (exit 6), where `openssl verify` says OK
+INDEFINITE = ("issuer-indefinite-length", "spki-indefinite-length", "tbs-indefinite-length",
+              "certificate-indefinite-length")
+
+
+@pytest.mark.parametrize("edit", INDEFINITE)
+def test_a_leaf_of_indefinite_lengths_is_read_as_openssl_reads_it(
+        run_cli, hostile_server: HostileServer, tmp_path: Path, edit: str) -> None:
+    chain = issued(identity().key)
+    der = mangled(chain, edit)
+    ca, leaf, _ = write(chain, der, tmp_path)
+    verify = subprocess.run(["openssl", "verify", "-CAfile", str(ca), str(leaf)],
+                            capture_output=True, text=True, timeout=30, check=False)
+    assert verify.returncode == 0 and verify.stdout.endswith(": OK\n"), verify   # OpenSSL first
+    listener = hostile_server.serve(_flight(der, bad=False))
+    res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--sni", "localhost", "--cafile",
+                  ca, "--json", "--first-flight-only", "--timeout", "5")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    assert data["signature_verified"] is True, data
+    assert data["certificates"][0]["key_type"] == "EC secp256r1", data["certificates"]
+    verification = data["verification"]
+    assert verification["code"] is None and verification["message"].startswith(
+        "not established: the leaf cannot be parsed by cryptography"), verification
+
+
+def test_an_indefinite_length_leaf_signature_is_still_checked(
+        run_cli, hostile_server: HostileServer) -> None:
+    der = mangled(issued(identity().key), "tbs-indefinite-length")
+    listener = hostile_server.serve(_flight(der, bad=True))
+    res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--no-verify",
+                  "--first-flight-only", "--timeout", "5")
+    assert res.returncode == 6 and "signature" in res.stderr, (res.returncode, res.stderr)
+    # without its end-of-contents: no certificate's outline, for OpenSSL neither
+    cut = mangled(issued(identity().key), "certificate-indefinite-length")[:-2]
+    listener = hostile_server.serve(_flight(cut, bad=False))
     res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--no-verify",
                   "--first-flight-only", "--timeout", "5")
     assert res.returncode == 6, res.stderr

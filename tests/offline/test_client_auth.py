@@ -248,3 +248,18 @@ def test_the_certificate_authorities_a_server_names(run_cli, tmp_path: Path,  # 
     assert code == 0, err
     assert "Acceptable CA       CN=tlsprobe CA One,O=Lab" in out
     assert "CN=evil\\x1b[31m\\, CA" in out and "\x1b" not in out
+    # the certificate_types (TLS 1.2 only), by name and id, as tshark lists them
+    shown = [int(t) for t in re.findall(r"Certificate type: .* \((\d+)\)", text)]
+    assert [t["id"] for t in auth["certificate_types"]] == shown
+    assert (shown == [1, 2, 64]) is (version == "-tls1_2"), shown   # s_server's list
+    if version == "-tls1_2":
+        assert [t["name"] for t in auth["certificate_types"]] == ["rsa_sign", "dss_sign",
+                                                                   "ecdsa_sign"]
+        assert "Certificate types   rsa_sign (1), dss_sign (2), ecdsa_sign (64)" in out
+    else:
+        assert "Certificate types" not in out
+    code, out, err = run_cli("pcap", str(path), "--jsonl", "--no-progress", *keys)
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    auths = [line["client_auth"] for line in lines if line.get("client_auth")]
+    assert [[t["id"] for t in a["certificate_types"]] for a in auths] == [shown]

@@ -16,13 +16,23 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from tests.helpers.bercert import EDITS, children, issued, mangled, tlv
+from tests.helpers.bercert import (
+    EDITS,
+    WHOLE_EDITS,
+    children,
+    indefinite,
+    issued,
+    mangled,
+    tlv,
+)
 from tlsprobe.model.pubkey import certificate_key
 from tlsprobe.probes.audit.groups import _CERT_CURVES
 from tlsprobe.wire.spki import (
     EC_PUBLIC_KEY,
+    ber_element,
     certificate_shape,
     ec_named_curve,
+    extension_oids,
     spki_algorithm,
     subject_public_key_info,
 )
@@ -78,7 +88,7 @@ def test_a_truncated_certificate_is_a_value_error() -> None:
 
 
 # -- certificates cryptography refuses as a whole (BER lengths OpenSSL reads) -------------
-@pytest.mark.parametrize("edit", list(EDITS))
+@pytest.mark.parametrize("edit", [*EDITS, *WHOLE_EDITS])
 def test_the_key_of_a_ber_certificate_is_cryptographys_key_of_the_der_one(edit: str) -> None:
     """The edited certificate (tests/helpers/bercert.py) does not load in cryptography; its
     outline is a certificate's, and its subjectPublicKeyInfo, in DER, is the very key of
@@ -155,3 +165,30 @@ def test_a_tbs_field_of_another_type_is_no_certificate(index: int, field: bytes)
         certificate_shape(_tbs_field_replaced(index, field))
     certificate_shape(_tbs_field_replaced(7, tlv(0xA3, tlv(0x30, tlv(0x30, tlv(
         0x06, b"\x2a\x03") + tlv(0x01, b"\x00") + tlv(0x04, b"")))))) # a known-good control
+
+
+def test_indefinite_lengths_as_openssl_reads_them() -> None:
+    """Constructed elements only (a primitive one is refused, as ASN1_get_object refuses
+    it), nested at most 30 deep, each ended by its end-of-contents within its container."""
+    nested = b"\x05\x00"
+    for _ in range(30):
+        nested = indefinite(tlv(0x30, nested))
+    assert ber_element(nested, 0, len(nested))[3] == len(nested)
+    deeper = indefinite(tlv(0x30, nested))
+    with pytest.raises(ValueError, match="too deep"):
+        ber_element(deeper, 0, len(deeper))
+    with pytest.raises(ValueError, match="primitive"):
+        ber_element(b"\x04\x80\x00\x00", 0, 4)
+    with pytest.raises(ValueError, match="end-of-contents"):
+        ber_element(b"\x30\x80\x05\x00\x00\x00", 0, 5)   # its end past the container
+    # a long form of nine bytes whose value fits eight (leading zeros skipped)
+    assert ber_element(b"\x04\x89" + bytes(8) + b"\x01\xaa", 0, 12)[1:3] == (11, 12)
+
+
+@pytest.mark.parametrize("edit", ["serial-long-length", "tbs-indefinite-length"])
+def test_the_extension_oids_are_cryptographys(edit: str) -> None:
+    chain = issued()
+    want = [e.oid.dotted_string for e in x509.load_der_x509_certificate(chain.leaf_der).extensions]
+    assert want == ["2.5.29.17"]
+    assert extension_oids(mangled(chain, edit)) == want
+    assert extension_oids(chain.ca_der) == ["2.5.29.19"]

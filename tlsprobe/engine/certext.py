@@ -27,17 +27,15 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from cryptography import x509
-from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine.nameconstraints import (
-    extension_spans,
     raw_extensions,
+    same_name,
     subject_text,
 )
-from tlsprobe.model.pubkey import load_certificate
-from tlsprobe.wire.spki import der_element, der_length
+from tlsprobe.wire.spki import der_element
 
-__all__ = ["invalid_extension", "invalid_near", "readable_twin", "unreadable"]
+__all__ = ["basic_constraints", "invalid_extension", "invalid_near", "problem_of", "unreadable"]
 
 _SEQUENCE, _BIT_STRING, _OCTET_STRING, _BOOLEAN, _INTEGER = 0x30, 0x03, 0x04, 0x01, 0x02
 _OID = 0x06
@@ -252,6 +250,12 @@ _READERS: dict[str, Callable[[bytes, int, int], str | None]] = {
     "2.16.840.1.113730.1.1": _netscape_type}
 
 
+def problem_of(oid: str, value: bytes) -> str | None:
+    """Why x509v3_cache_extensions refuses the extension `oid` of `value`, or None (one it
+    does not cache, or BER not read here, included)."""
+    return _problem(oid, value) if oid in _CACHED else None
+
+
 def _problem(oid: str, value: bytes) -> str | None:
     name, tag = _CACHED[oid]
     try:
@@ -268,8 +272,17 @@ def _problem(oid: str, value: bytes) -> str | None:
 
 def _says_ca(value: bytes) -> bool:
     """A basicConstraints that decodes says CA:TRUE (a BOOLEAN not zero)."""
+    return basic_constraints(value)[0]
+
+
+def basic_constraints(value: bytes) -> tuple[bool, bytes]:
+    """(CA:TRUE, the pathLenConstraint INTEGER's contents or b"") of a basicConstraints
+    as OpenSSL's decoder reads it (any BOOLEAN byte not zero is TRUE); ValueError when it
+    does not decode."""
     fields = _fields(value, *_tlv(value, 0)[1:], (_BOOLEAN, _INTEGER))
-    return _BOOLEAN in fields and value[fields[_BOOLEAN][0]] != 0
+    length = fields.get(_INTEGER)
+    return (_BOOLEAN in fields and value[fields[_BOOLEAN][0]] != 0,
+            value[length[0]:length[1]] if length else b"")
 
 
 def _proxy_beside(exts: list[tuple[str, bytes]]) -> str | None:
@@ -314,7 +327,7 @@ def invalid_near(cert: x509.Certificate, others: list[x509.Certificate]) -> str 
         return (f"{subject_text(cert)} has an extension OpenSSL refuses ({problem}): OpenSSL "
                 "finds no issuer of it")
     for other in others:
-        problem = invalid_extension(other) if other.subject == cert.issuer else None
+        problem = invalid_extension(other) if same_name(other.subject, cert.issuer) else None
         if problem is not None:
             return (f"the issuer {subject_text(other)} of {subject_text(cert)} has an extension "
                     f"OpenSSL refuses ({problem}): OpenSSL takes it for no issuer")
@@ -330,7 +343,7 @@ def unreadable(path: list[x509.Certificate]) -> str | None:
     for cert in path:
         try:
             len(cert.extensions)
-        except (ValueError, x509.DuplicateExtension) as exc:
+        except (ValueError, TypeError, x509.DuplicateExtension) as exc:
             text = " ".join(str(exc).split())[:160]
             return (f"cannot read the extensions of {subject_text(cert)} ({text}): OpenSSL's "
                     "checks of them cannot be made")
@@ -338,48 +351,3 @@ def unreadable(path: list[x509.Certificate]) -> str | None:
             return (f"{subject_text(cert)} is a proxy certificate (proxyCertInfo): OpenSSL's "
                     "checks of proxy certificates are not made here")
     return None
-
-
-def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> bytes:
-    """The DER element at `at` with the contents [start, stop) of an element inside it
-    replaced by `new`, each enclosing length written anew."""
-    tag, body, end = der_element(der, at, len(der))
-    if (body, end) == (start, stop):
-        inner = new
-    else:
-        parts, pos = [], body
-        while pos < end:
-            child_end = der_element(der, pos, end)[2]
-            parts.append(_with_contents(der, pos, start, stop, new) if pos <= start < child_end
-                         else der[pos:child_end])
-            pos = child_end
-        inner = b"".join(parts)
-    return bytes([tag]) + der_length(len(inner)) + inner
-
-
-def readable_twin(cert: x509.Certificate) -> x509.Certificate:
-    """`cert`, or, when cryptography cannot read its extensions only because its
-    basicConstraints say CA:FALSE with a pathLenConstraint (which OpenSSL reads as CA:FALSE,
-    the path length checked only in strict mode), a copy whose basicConstraints say CA:FALSE
-    alone: to read its extensions with, never to check its signature (which no longer
-    holds)."""
-    try:
-        len(cert.extensions)
-        return cert   # this very object: the caller may tell a twin by identity
-    except (ValueError, x509.DuplicateExtension):
-        return _twin(cert) or cert
-
-
-@lru_cache(maxsize=64)
-def _twin(cert: x509.Certificate) -> x509.Certificate | None:
-    der = cert.public_bytes(Encoding.DER)
-    try:
-        span = next(((a, b) for oid, a, b in extension_spans(der) if oid == _BC), None)
-        if span is None or _says_ca(der[span[0]:span[1]]) or \
-                _problem(_BC, der[span[0]:span[1]]) is not None:
-            return None
-        twin = load_certificate(_with_contents(der, 0, *span, b"\x30\x00"))
-        len(twin.extensions)
-    except (ValueError, x509.DuplicateExtension):
-        return None
-    return twin

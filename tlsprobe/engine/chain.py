@@ -17,15 +17,15 @@ from __future__ import annotations
 import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
-from tlsprobe.engine.certext import invalid_near, readable_twin, unreadable
-from tlsprobe.engine.chainlib import library_refusal, plain_link
+from tlsprobe.engine.certext import invalid_near, unreadable
+from tlsprobe.engine.certtwin import readable_certificate, readable_twin
+from tlsprobe.engine.chainlib import second_opinion
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
     akid_fits,
@@ -37,14 +37,22 @@ from tlsprobe.engine.chainpath import (
     self_signed,
     store_issuer,
 )
+from tlsprobe.engine.chainunparsed import (
+    off_path_note,
+    store_may_hold_issuer,
+    unparsed_on_path,
+)
 from tlsprobe.engine.hostname import is_address, match_host, sans
-from tlsprobe.engine.nameconstraints import NOT_JUDGED, name_constraint_problem
+from tlsprobe.engine.nameconstraints import (
+    NOT_JUDGED,
+    name_constraint_problem,
+    same_name,
+)
 from tlsprobe.engine.truststore import (
     default_cafile,
     load_trust_store,
     unparsed_certificates,
 )
-from tlsprobe.model.pubkey import load_certificate
 
 V_OK = 0
 V_UNSPECIFIED = 1
@@ -139,19 +147,12 @@ def _subject(cert: x509.Certificate) -> str:
     return cert.subject.rfc4514_string() or "(empty subject)"
 
 
-@lru_cache(maxsize=8)
-def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...]:
-    """The self-signed certificates of the trust store: the only ones OpenSSL anchors a
-    path at (without -partial_chain), and so the library's store."""
-    return tuple(a for a in anchors if self_signed(a))
-
-
 def _same(stored: x509.Certificate, cert: x509.Certificate) -> bool:
     return stored.public_bytes(Encoding.DER) == cert.public_bytes(Encoding.DER)
 
 
 def _itself(stored: x509.Certificate, cert: x509.Certificate) -> bool:
-    return stored.subject == cert.subject and same_key(stored, cert)
+    return same_name(stored.subject, cert.subject) and same_key(stored, cert)
 
 
 def trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
@@ -219,7 +220,7 @@ def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
         return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
                                         "the trust store")
     issuer = last.issuer.rfc4514_string() or "(empty name)"
-    if any(c.subject == last.issuer and not akid_fits(last, c) for c in chain):
+    if any(same_name(c.subject, last.issuer) and not akid_fits(last, c) for c in chain):
         return V_NO_LOCAL_ISSUER, (f"the certificate the server sent as {issuer} is not the "
                                    f"issuer of {name} its authorityKeyIdentifier names, and "
                                    "that issuer is not in the trust store")
@@ -271,14 +272,18 @@ def verify_chain(ders: Sequence[bytes], hostname: str | None,
     The code names the first problem as `openssl s_client -verify_return_error` would
     (chaincodes.py: OpenSSL's order); its detail states that problem's facts. A leaf
     without subjectAltName is a separate note after "; ", never the explanation of
-    another code. A certificate whose key or signature cryptography cannot handle (an
-    unknown curve) is code 1, never an exception. Without `key_sizes`, keys are not judged
-    by OpenSSL's security level (66, 67): the caller applies a client's own minimums."""
+    another code. A certificate whose key, signature or extensions cryptography cannot
+    handle where no check above judged it (an unknown curve) is a verdict not established,
+    never an exception, nor an untrusted one OpenSSL may not give. Without `key_sizes`,
+    keys are not judged by OpenSSL's security level (66, 67): the caller applies a
+    client's own minimums."""
     try:
         return _verify_chain(ders, hostname, anchors, now, key_sizes)
     except (UnsupportedAlgorithm, ValueError, TypeError, x509.DuplicateExtension) as exc:
         text = " ".join(str(exc).split())[:200]
-        return ChainResult(V_UNSPECIFIED, f"cannot check this certificate: {text}")
+        return ChainResult(V_UNSPECIFIED, f"cryptography cannot check a certificate of the "
+                           f"chain ({text}): OpenSSL's checks of it were not made",
+                           established=False)
 
 
 def _verify_chain(ders: Sequence[bytes], hostname: str | None,
@@ -287,18 +292,27 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     now = now or datetime.datetime.now(datetime.UTC)
     if not ders:
         return ChainResult(V_UNSPECIFIED, "the server sent no certificate")
-    chain = []
+    chain, positions, unparsed = [], [], []
     for i, der in enumerate(ders):
-        try:
-            chain.append(load_certificate(der))
-        except ValueError as exc:   # OpenSSL may read it (BER lengths): not established
-            what = "the leaf" if i == 0 else f"certificate {i} of the chain"
+        try:   # (critical flags not in DER: read through a twin)
+            chain.append(readable_certificate(der))
+            positions.append(i)
+        except ValueError as exc:   # OpenSSL may read it (BER lengths)
             text = " ".join(str(exc).split())[:160]
-            return ChainResult(V_UNSPECIFIED, f"{what} cannot be parsed by cryptography "
-                               f"({text}): the chain was not checked", established=False)
+            if i == 0:
+                return ChainResult(V_UNSPECIFIED, f"the leaf cannot be parsed by cryptography "
+                                   f"({text}): the chain was not checked", established=False)
+            unparsed.append((i, der, text))
     if not anchors:
         return ChainResult(V_NO_LOCAL_ISSUER, "no trust store (use --cafile)")
     result = _judge(chain, ders, hostname, anchors, now, key_sizes)
+    if unparsed and result.code != chaincodes.V_EE_KEY_WEAK:   # (66: before any path)
+        path, anchored, _ = trusted_path(chain, anchors, now)
+        named = None if anchored else by_names(chain, anchors, now)
+        why = unparsed_on_path(named[0] if named else path, chain, positions, unparsed, now)
+        if why is not None:
+            return ChainResult(V_UNSPECIFIED, why, established=False)
+        result = replace(result, detail=_join(result.detail, off_path_note(unparsed)))
     if result.ok or sans(chain[0]) is not None or NO_SAN_NOTE in (result.detail or "") or \
             unreadable(chain[:1]) is not None:   # whether it has one cannot be told
         return result
@@ -338,7 +352,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     # a self-signed leaf that is itself in the trust store is trusted, as OpenSSL trusts
     # it (cryptography's verifier refuses an end-entity certificate as its own anchor)
     itself = len(path) == 1 and self_signed(leaf) and path[0].public_bytes(Encoding.DER) == ders[0]
-    library = None if itself else _second_opinion(path, rest, anchors, now)
+    library = None if itself else second_opinion(path, rest, anchors, now)
     if library is not None:   # a refusal none of OpenSSL's checks above explains
         return ChainResult(V_UNSPECIFIED, _join(
             f"cryptography's verifier refuses the chain ({library}), for a reason none of "
@@ -348,26 +362,6 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
         return replace(named, detail=_join(
             "the self-signed certificate is itself in the trust store", named.detail))
     return named
-
-
-def _second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
-                    anchors: tuple[x509.Certificate, ...], now: datetime.datetime
-                    ) -> str | None:
-    """The library's refusal of the chain (chainlib.py), or None. A leaf it cannot read
-    for its CA:FALSE with a pathLenConstraint (certext.readable_twin: OpenSSL reads it) is
-    judged here alone, its signature checked: the library checks the path above it."""
-    leaf = path[0]
-    if readable_twin(leaf) is leaf:
-        return library_refusal(_roots(anchors), now, leaf, rest)
-    if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
-        return f"the signatures of the path from {_subject(leaf)} cannot all be checked here"
-    if not plain_link(leaf, path[1]):
-        return (f"it cannot read {_subject(leaf)}, whose key, signature or issuer's key it "
-                "would judge in its own way")
-    if len(path) < 3:   # the leaf's issuer is the trust store's certificate
-        return None
-    return library_refusal(_roots(anchors), now, path[1], [c for c in rest if c is not path[1]],
-                           ca_leaf=True)
 
 
 def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str | None, *,
@@ -385,9 +379,13 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     result = verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
     if unparsed and result.established and result.code in _STORE_CODES:
         # OpenSSL reads what cryptography refuses (BER): the issuer may be one of those
-        many = f"{unparsed} certificates" if unparsed > 1 else "a certificate"
-        return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
-                                 f"holds {many} cryptography cannot parse, which OpenSSL "
-                                 "may read: the issuer may be among them",
-                                 established=False)
+        many = f"{len(unparsed)} certificates" if len(unparsed) > 1 else "a certificate"
+        if store_may_hold_issuer(ders, unparsed, anchors):
+            return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
+                                     f"holds {many} cryptography cannot parse, which OpenSSL "
+                                     "may read: the issuer may be among them",
+                                     established=False)
+        result = replace(result, detail=_join(result.detail, (
+            f"the trust store holds {many} cryptography cannot parse, none of them named as "
+            "an issuer of a certificate the server sent")))
     return path, result

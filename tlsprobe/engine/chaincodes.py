@@ -29,6 +29,7 @@ from tlsprobe.engine.nameconstraints import (
     V_UNSUPPORTED_CONSTRAINT_TYPE,
     V_UNSUPPORTED_NAME_SYNTAX,
     extension_of,
+    same_name,
     subject_text,
 )
 from tlsprobe.engine.verify import key_kind
@@ -114,7 +115,7 @@ def _netscape_type(cert: x509.Certificate) -> int | None:
     S/MIME CA 0x02, object signing CA 0x01), as OpenSSL reads it; None when absent."""
     try:
         found = cert.extensions.get_extension_for_oid(_NETSCAPE_TYPE).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         return None
     value = found.value if isinstance(found, x509.UnrecognizedExtension) else b""
     if len(value) < 3 or value[0] != 0x03:   # not a BIT STRING: OpenSSL would not read it
@@ -178,7 +179,7 @@ def unhandled_critical(cert: x509.Certificate) -> str | None:
     try:
         return next((e.oid.dotted_string for e in cert.extensions
                      if e.critical and e.oid.dotted_string not in HANDLED_EXTENSIONS), None)
-    except (x509.DuplicateExtension, ValueError):
+    except (x509.DuplicateExtension, ValueError, TypeError):
         return None
 
 
@@ -206,7 +207,7 @@ def extension_problem(path: list[x509.Certificate]) -> Problem | None:
                 bc.path_length is not None and below > bc.path_length + 1:
             return V_PATH_LENGTH, (f"{subject_text(cert)} allows {bc.path_length} CA "
                                    f"certificate(s) below it, the path has {below - 1}")
-        if depth == 0 or cert.subject != cert.issuer:
+        if depth == 0 or not same_name(cert.subject, cert.issuer):
             below += 1
     return None
 

@@ -13,6 +13,7 @@ explains is no verdict: chain.py reports it as not established, never as "untrus
 from __future__ import annotations
 
 import datetime
+from functools import lru_cache
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -20,10 +21,12 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
+from tlsprobe.engine.certtwin import original_of, readable_twin
 from tlsprobe.engine.chaincodes import SERVER_USAGES
-from tlsprobe.engine.chainpath import MAX_PATH
+from tlsprobe.engine.chainpath import MAX_PATH, issued, self_signed
+from tlsprobe.engine.nameconstraints import subject_text
 
-__all__ = ["library_refusal", "plain_link"]
+__all__ = ["library_refusal", "plain_link", "second_opinion"]
 
 _EKU_REFUSED = "required EKU not found"
 #: signature algorithms and keys every verifier accepts (the library's web PKI policy
@@ -99,8 +102,9 @@ def _chain_policies(ca_leaf: bool = False) -> tuple[xv.ExtensionPolicy, xv.Exten
           .may_be_present(x509.AuthorityKeyIdentifier, agnostic, None)
           .may_be_present(x509.SubjectAlternativeName, agnostic, None)
           .may_be_present(x509.BasicConstraints, agnostic, None))
-    if ca_leaf:
-        ee = ee.may_be_present(x509.KeyUsage, agnostic, None)
+    if ca_leaf:   # its name constraints are judged here (nameconstraints.py)
+        ee = ee.may_be_present(x509.KeyUsage, agnostic, None) \
+            .may_be_present(x509.NameConstraints, agnostic, None)
     return ca, ee
 
 
@@ -126,3 +130,37 @@ def library_refusal(anchors: tuple[x509.Certificate, ...], now: datetime.datetim
         text = text.split(" (encountered processing", 1)[0]
         return "validation failed: " + _EKU_REFUSED if text.endswith(_EKU_REFUSED) else text
     return None
+
+
+@lru_cache(maxsize=8)
+def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...]:
+    """The self-signed certificates of the trust store: the only ones OpenSSL anchors a
+    path at (without -partial_chain), and so the library's store."""
+    return tuple(a for a in anchors if self_signed(a))
+
+
+def second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
+                   anchors: tuple[x509.Certificate, ...], now: datetime.datetime
+                   ) -> str | None:
+    """The library's refusal of the path (leaf first, the trust store's certificate
+    last; `rest`: the sent certificates but the leaf), or None. Certificates it cannot
+    read in a form OpenSSL reads (certtwin.readable_twin) are judged here alone, their
+    signatures checked, their links of kinds the library accepts: it checks the path
+    above the last of them."""
+    twins = [i for i, cert in enumerate(path)
+             if readable_twin(cert) is not cert or original_of(cert) is not None]
+    if not twins:
+        return library_refusal(_roots(anchors), now, path[0], rest)
+    if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
+        return (f"the signatures of the path from {subject_text(path[0])} cannot all be "
+                "checked here")
+    odd = next((path[i] for i in range(min(twins[-1] + 1, len(path) - 1))
+                if not plain_link(path[i], path[i + 1])), None)
+    if odd is not None:
+        return (f"it cannot read {subject_text(odd)}, whose key, signature or issuer's key it "
+                "would judge in its own way")
+    if twins[-1] + 2 >= len(path):   # above the last one: the trust store's certificate
+        return None
+    above = path[twins[-1] + 1]
+    return library_refusal(_roots(anchors), now, above, [c for c in rest if c is not above],
+                           ca_leaf=True)

@@ -17,10 +17,26 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
 from tlsprobe.engine.certext import invalid_extension
-from tlsprobe.model.pubkey import public_key, verify_issued
+from tlsprobe.engine.certtwin import original_of
+from tlsprobe.engine.nameconstraints import same_name
+from tlsprobe.model.pubkey import public_key, verify_issued, verify_signed
+from tlsprobe.wire.spki import signed_parts
 
-__all__ = ["MAX_PATH", "ChainPath", "akid_fits", "anchored", "anchors_of", "by_names", "follow", "issued",
-           "key_fits", "same_key", "self_signed", "store_issuer"]
+__all__ = [
+    "MAX_PATH",
+    "ChainPath",
+    "akid_fits",
+    "anchored",
+    "anchors_of",
+    "by_names",
+    "follow",
+    "issued",
+    "key_fits",
+    "may_issue",
+    "same_key",
+    "self_signed",
+    "store_issuer",
+]
 
 #: the longest path followed (real ones have 2 to 5 certificates; a hostile server's chain
 #: of hundreds that certify one another would otherwise cost a signature check per pair)
@@ -70,12 +86,12 @@ def akid_fits(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     authorityCertIssuer the issuer's own issuer (each when present)."""
     try:
         aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         return True
     if aki.key_identifier is not None:
         try:
             ski = issuer.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-        except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+        except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
             ski = None
         if ski is not None and ski.digest != aki.key_identifier:
             return False
@@ -93,10 +109,14 @@ def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
     key is of another family than the signature's, or that `cert`'s authorityKeyIdentifier
     names another (OpenSSL's issuer check refuses both), and a certificate on either side
     whose extensions OpenSSL cannot cache (certext.py), included."""
-    if not _may_issue(cert, issuer):
+    if not may_issue(cert, issuer):
         return False
+    original = original_of(cert)
     try:
-        verify_issued(cert, issuer)
+        if original is None:
+            verify_issued(cert, issuer)
+        else:   # read through a twin: the signature is over the bytes as sent
+            verify_signed(cert, issuer, *signed_parts(original))
     except InvalidSignature:
         return False
     except (ValueError, TypeError, UnsupportedAlgorithm):
@@ -125,8 +145,8 @@ def anchors_of(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]
     if invalid_extension(cert) is not None:
         return []
     return [a for a in anchors if invalid_extension(a) is None and (
-        (a.subject == cert.subject and same_key(a, cert)) or
-        (a.subject == cert.issuer and issued(cert, a) is not False))]
+        (same_name(a.subject, cert.subject) and same_key(a, cert)) or
+        (same_name(a.subject, cert.issuer) and issued(cert, a) is not False))]
 
 
 def anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> bool:
@@ -168,11 +188,11 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
     return ChainPath(tuple(path), tuple(unchecked), cut)
 
 
-def _may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+def may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     """`issuer` is named as `cert`'s issuer, `cert`'s authorityKeyIdentifier does not
     contradict it, its key is of the signature's family (the signature itself is not
     looked at), and OpenSSL can cache the extensions of both."""
-    return cert.issuer == issuer.subject and key_fits(cert, issuer) and \
+    return same_name(cert.issuer, issuer.subject) and key_fits(cert, issuer) and \
         akid_fits(cert, issuer) and invalid_extension(cert) is None and \
         invalid_extension(issuer) is None
 
@@ -183,8 +203,8 @@ def store_issuer(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...],
     (X509_STORE_CTX_get1_issuer): of those its issuer check accepts (names, key identifier,
     key family: not the signature), in the store's order, the first within its dates, else
     the one that expired last; None when there is none (a copy of `cert` itself is none)."""
-    found = [a for a in anchors if _may_issue(cert, a)
-             and not (a.subject == cert.subject and same_key(a, cert))]
+    found = [a for a in anchors if may_issue(cert, a)
+             and not (same_name(a.subject, cert.subject) and same_key(a, cert))]
     current = next((a for a in found if a.not_valid_before_utc <= now <= a.not_valid_after_utc),
                    None)
     if current is not None or not found:
@@ -203,14 +223,14 @@ def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...
     path = [chain[0]]
     while len(path) < MAX_PATH:
         current = path[-1]
-        if current.issuer == current.subject:   # self-issued: trusted only as itself
+        if same_name(current.issuer, current.subject):   # self-issued: only as itself
             return None
         anchor = store_issuer(current, anchors, now)
         if anchor is not None:
             path.append(anchor)
             broken = [i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False]
             return (path, broken[0]) if broken else None
-        following = next((c for c in chain if c not in path and _may_issue(current, c)), None)
+        following = next((c for c in chain if c not in path and may_issue(current, c)), None)
         if following is None:
             return None
         path.append(following)

@@ -28,7 +28,12 @@ from tlsprobe.model.facts import (
 from tlsprobe.registry import HandshakeType
 from tlsprobe.session.flow import AlertEvent, MessageEvent
 from tlsprobe.wire.buffer import DecodeError
-from tlsprobe.wire.certificate import Certificate, CertificateStatus, CertificateVerify
+from tlsprobe.wire.certificate import (
+    Certificate,
+    CertificateRequest,
+    CertificateStatus,
+    CertificateVerify,
+)
 from tlsprobe.wire.context import ParseContext
 from tlsprobe.wire.ext_decoders import WHERE_SERVER_HELLO, decode_extension
 from tlsprobe.wire.hello import HELLO_RETRY_REQUEST_RANDOM, ClientHello, ServerHello
@@ -81,6 +86,7 @@ def facts_of(hs: Handshake, timings: HandshakeTimings | None = None) -> Handshak
         ticket_lifetime=_ticket_lifetime(messages.new_session_ticket),
         ocsp_response_bytes=_ocsp_response_bytes(hs),
         certificate_requested=hs.verification.certificate_requested,
+        certificate_types=_certificate_types(messages.certificate_request),
         resumption=_resumption(hs, hellos[-1]),
         messages=_messages(hs),
         extensions=_extensions(hs, hellos),
@@ -219,6 +225,11 @@ def negotiated_alpn(hs: Handshake) -> str | None:
                 continue
             alpn = wire_text(protocols[0]) if protocols else None
     return alpn
+
+
+def _certificate_types(request: CertificateRequest | None) -> tuple[int, ...]:
+    """A TLS 1.0-1.2 CertificateRequest's certificate_types (none in TLS 1.3's form)."""
+    return tuple(request.certificate_types) if request is not None else ()
 
 
 def _ocsp_response_bytes(hs: Handshake) -> int | None:

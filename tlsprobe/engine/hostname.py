@@ -58,7 +58,7 @@ def sans(leaf: x509.Certificate) -> x509.SubjectAlternativeName | None:
     """The leaf's subjectAltName (None: absent or unreadable)."""
     try:
         return leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         return None
 
 

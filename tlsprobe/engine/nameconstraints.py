@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
+from functools import lru_cache
 
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
@@ -38,9 +39,14 @@ V_SUBTREE_MINMAX = 49
 V_UNSUPPORTED_CONSTRAINT_TYPE = 51
 #: not a code: OpenSSL's verdict on the name is not known here
 NOT_JUDGED = -1
+#: engine/certtwin.py's stand-ins (defined here, which it imports): an iPAddress of an
+#: odd length (a name, or a subtree's base) and an empty list
+_TWIN_ARC = "2.25.329800735698586629295641978511506172918"
+ODD_ADDRESS = x509.ObjectIdentifier(_TWIN_ARC + ".2")
+NO_NAME = x509.ObjectIdentifier(_TWIN_ARC + ".3")
 
 __all__ = ["NOT_JUDGED", "extension_of", "extension_spans", "name_constraint_problem",
-           "raw_extensions", "subject_text"]
+           "raw_extensions", "same_name", "subject_text"]
 
 Problem = tuple[int, str]
 #: a name constraints apply to: (kind, value), kind one of "directory name" (x509.Name),
@@ -64,7 +70,7 @@ def extension_of(cert: x509.Certificate, kind: type[x509.ExtensionType]
     """The certificate's extension of `kind` (None: absent, twice or unreadable)."""
     try:
         return cert.extensions.get_extension_for_class(kind).value
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         return None
 
 
@@ -113,6 +119,18 @@ def _canon(attr: x509.NameAttribute[str | bytes]) -> tuple[str, object]:
     words = "".join(" " if c in _SPACE else c for c in value.strip(_SPACE)).split(" ")
     text = " ".join(w for w in words if w)
     return attr.oid.dotted_string, "".join(c.lower() if c.isascii() else c for c in text)
+
+
+@lru_cache(maxsize=1024)
+def _canonical(name: x509.Name) -> tuple[frozenset[tuple[str, object]], ...]:
+    return tuple(frozenset(_canon(a) for a in rdn) for rdn in name.rdns)
+
+
+def same_name(a: x509.Name, b: x509.Name) -> bool:
+    """`a` and `b` are one name for OpenSSL (X509_NAME_cmp compares their canonical
+    encodings: each RDN's attributes as `_canon` reads them, in any order), as it finds an
+    issuer by name: case and runs of white space in the string types do not count."""
+    return a == b or _canonical(a) == _canonical(b)
 
 
 def _dn_within(name: x509.Name, base: x509.Name) -> bool:
@@ -178,6 +196,11 @@ def _within(name: Name, base: x509.GeneralName) -> bool | int | None:
         return _dn_within(value, base.value)
     if kind == "DNS name" and isinstance(base, x509.DNSName) and isinstance(value, str):
         return _dns_within(value, base.value)
+    odd_base = isinstance(base, x509.OtherName) and base.type_id == ODD_ADDRESS
+    if kind == "address" and (odd_base or isinstance(value, bytes)):
+        # nc_ip: an address of neither 4 nor 16 bytes, or a base of neither 8 nor 32
+        return V_UNSUPPORTED_NAME_SYNTAX if odd_base or isinstance(base, x509.IPAddress) \
+            else None
     if kind == "address" and isinstance(base, x509.IPAddress) and \
             isinstance(base.value, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
         return value in base.value   # an IPv4 address is in no IPv6 subtree (nc_ip)
@@ -233,6 +256,10 @@ def _names(cert: x509.Certificate, leaf: bool) -> Iterator[Name]:
     san = extension_of(cert, x509.SubjectAlternativeName)
     entries = list(san) if isinstance(san, x509.SubjectAlternativeName) else []
     for entry in entries:
+        if isinstance(entry, x509.OtherName) and entry.type_id in (ODD_ADDRESS, NO_NAME):
+            if entry.type_id == ODD_ADDRESS:   # certtwin.py's stand-in: its bytes
+                yield "address", entry.value[2:]
+            continue
         if isinstance(entry, x509.OtherName):
             yield ("SmtpUTF8 mailbox", entry.value) if entry.type_id == _SMTP_UTF8 \
                 else ("other name", entry)
@@ -306,7 +333,9 @@ def _nc_verdict(name: Name, nc: x509.NameConstraints,
 
 def _shown(name: Name) -> str:
     kind, value = name
-    if isinstance(value, x509.Name):
+    if kind == "address" and isinstance(value, bytes):
+        text = f"of {len(value)} bytes ({value.hex()})"
+    elif isinstance(value, x509.Name):
         text = value.rfc4514_string() or "(empty name)"
     elif isinstance(value, x509.OtherName):
         text = f"of type {value.type_id.dotted_string}"
@@ -338,7 +367,7 @@ def name_constraint_problem(path: list[x509.Certificate]) -> Problem | None:
     known here. ValueError: a name constraints extension not read."""
     for depth in range(len(path) - 1, -1, -1):
         cert = path[depth]
-        if depth and cert.subject == cert.issuer:
+        if depth and same_name(cert.subject, cert.issuer):
             continue
         for ca in reversed(path[depth + 1:]):
             nc = extension_of(ca, x509.NameConstraints)

@@ -38,7 +38,8 @@ class TrustStoreTooLarge(ValueError):
 
 
 @lru_cache(maxsize=8)
-def _load(path: str, stamp: tuple[float, int, int]) -> tuple[tuple[x509.Certificate, ...], int]:
+def _load(path: str, stamp: tuple[float, int, int]
+          ) -> tuple[tuple[x509.Certificate, ...], tuple[bytes, ...]]:
     """The certificates of `path`, and how many others it holds that `cryptography` cannot
     parse but that have a certificate's outline (BER OpenSSL reads: wire/spki.py); `stamp`
     (mtime, inode, device) tells a changed file, and a pipe (`--cafile <(cat a.pem b.pem)`,
@@ -48,7 +49,7 @@ def _load(path: str, stamp: tuple[float, int, int]) -> tuple[tuple[x509.Certific
     if len(data) > MAX_TRUST_STORE:
         raise TrustStoreTooLarge(f"over {MAX_TRUST_STORE // 2**20} MiB: not a trust store")
     certs: list[x509.Certificate] = []
-    unparsed = 0
+    unparsed: list[bytes] = []
     marker = b"-----BEGIN CERTIFICATE-----"
     for block in data.split(marker)[1:]:  # one bad certificate must not hide the others
         try:
@@ -62,21 +63,21 @@ def _load(path: str, stamp: tuple[float, int, int]) -> tuple[tuple[x509.Certific
         try:
             certs.append(load_certificate(data))
         except ValueError:
-            unparsed += has_certificate_shape(data)
-    return tuple(certs), unparsed
+            unparsed += [data] if has_certificate_shape(data) else []
+    return tuple(certs), tuple(unparsed)
 
 
-def _pem_outlined(block: bytes) -> bool:
-    """The PEM certificate after its BEGIN line has a certificate's outline."""
+def _pem_outlined(block: bytes) -> list[bytes]:
+    """The PEM certificate after its BEGIN line, when it has a certificate's outline."""
     end = block.find(b"-----END CERTIFICATE-----")
     try:
         der = base64.b64decode(b"".join(block[:end].split()), validate=True)
     except ValueError:   # (binascii.Error)
-        return False
-    return end >= 0 and has_certificate_shape(der)
+        return []
+    return [der] if end >= 0 and has_certificate_shape(der) else []
 
 
-def _read(path: str) -> tuple[tuple[x509.Certificate, ...], int]:
+def _read(path: str) -> tuple[tuple[x509.Certificate, ...], tuple[bytes, ...]]:
     st = os.stat(path)
     return _load(path, (st.st_mtime if stat.S_ISREG(st.st_mode) else 0.0, st.st_ino,
                         st.st_dev))
@@ -89,14 +90,14 @@ def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ..
     certs, unparsed = _read(path)
     if not certs:
         raise ValueError(f"{path}: no certificates found" + (
-            f" ({_unparsed_text(unparsed)})" if unparsed else ""))
+            f" ({_unparsed_text(len(unparsed))})" if unparsed else ""))
     return certs
 
 
-def unparsed_certificates(path: str | os.PathLike[str]) -> int:
-    """How many certificates of the trust store `cryptography` cannot parse, though they
-    have a certificate's outline (OpenSSL may read them: a chain's issuer may be among
-    them, so that a verdict of no issuer is not established)."""
+def unparsed_certificates(path: str | os.PathLike[str]) -> tuple[bytes, ...]:
+    """The certificates of the trust store (DER) that `cryptography` cannot parse, though
+    they have a certificate's outline (OpenSSL may read them: a chain's issuer may be
+    among them, so that a verdict of no issuer is not established)."""
     return _read(os.fspath(path))[1]
 
 
@@ -124,6 +125,6 @@ def check_cafile(path: str, *, contents: bool = True, name: str = "--cafile") ->
     except ValueError:
         unparsed = unparsed_certificates(path)
         raise UsageError(f"{name} {path}: " + (
-            f"no certificate tlsprobe can use: {_unparsed_text(unparsed)}" if unparsed else
+            f"no certificate tlsprobe can use: {_unparsed_text(len(unparsed))}" if unparsed else
             "no certificates found (a PEM bundle or one DER certificate is expected)")) \
             from None

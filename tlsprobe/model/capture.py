@@ -90,7 +90,9 @@ class ClientAuth:
     capture or the keys stop before it); `certificates`: its chain, leaf first (empty when
     `sent` with no certificate); `certificate_authority_names`: the distinguished names
     the request lists, in its order, as RFC 4514 text (as tshark's and s_client's lists;
-    the server's text, exact here, escaped in the text views)."""
+    the server's text, exact here, escaped in the text views); `certificate_types`: the
+    request's certificate_types (RFC 5246 7.4.4: rsa_sign (1), ecdsa_sign (64), ...; TLS 1.3
+    has none), in its order."""
 
     requested: bool
     signature_schemes: tuple[Codepoint, ...] = ()
@@ -98,6 +100,7 @@ class ClientAuth:
     sent: bool | None = None
     certificates: tuple[CertificateInfo, ...] = ()
     certificate_authority_names: tuple[str, ...] = ()
+    certificate_types: tuple[Codepoint, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -555,10 +555,12 @@ class OcspResponseDetails(CheckDetails):
 class ClientAuthDetails(CheckDetails):
     """client_auth: whether the server asks for a client certificate (CertificateRequest),
     whether it requires one (None: not established), the version asked in, and the CA names
-    it accepts (RFC 4514 strings, as sent; a name that does not parse as its hex)."""
+    it accepts (RFC 4514 strings, as sent; a name that does not parse as its hex), and the
+    request's certificate_types as 'rsa_sign (1)' (TLS 1.0-1.2; TLS 1.3 has none)."""
 
     requested: bool
     required: bool | None
     version: str
     ca_names: tuple[str, ...]
+    certificate_types: tuple[str, ...] = ()
 

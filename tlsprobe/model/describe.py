@@ -360,15 +360,24 @@ def _san(cert: Certificate) -> tuple[str, ...]:
     cryptography cannot read (a dNSName that is not IA5, DER it refuses, the extension
     twice) is one "(undecodable subjectAltName: ...)" entry, as an undecodable subject is,
     never the absence that certificate.no_san and `san` [] would state; nor is a
-    subjectAltName of e-mail addresses or URIs alone."""
+    subjectAltName of e-mail addresses or URIs alone. When another extension makes the
+    list unreadable, the certificate's bytes tell whether it has one at all (a CA without
+    one was said to have an undecodable one)."""
     from cryptography import x509
     from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    from tlsprobe.wire.spki import extension_oids
     try:
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return ()
     except (x509.DuplicateExtension, ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        return (f"(undecodable subjectAltName: {exc})",)
+        try:
+            absent = "2.5.29.17" not in extension_oids(cert.public_bytes(Encoding.DER))
+        except ValueError:
+            absent = False
+        return () if absent else (f"(undecodable subjectAltName: {exc})",)
     return tuple(str(v) for v in names.get_values_for_type(x509.DNSName)) + \
         tuple(str(v) for v in names.get_values_for_type(x509.IPAddress)) + \
         tuple(text for text in map(_other_name, names) if text is not None)

@@ -202,6 +202,8 @@ class HandshakeFacts:
     ocsp_response_bytes: int | None = None
     #: the server sent a CertificateRequest
     certificate_requested: bool = False
+    #: its certificate_types (RFC 5246 7.4.4; TLS 1.3 has none), as sent
+    certificate_types: tuple[int, ...] = ()
     resumption: Resumption | None = None
     messages: tuple[MessageFact, ...] = ()
     extensions: tuple[ExtensionsSeen, ...] = ()

@@ -37,6 +37,7 @@ _MADE_MAX = 4096
 _versions: dict[int, Codepoint] = {}
 _groups: dict[int, Codepoint] = {}
 _sigschemes: dict[int, Codepoint] = {}
+_certificate_types: dict[int, Codepoint] = {}
 _ciphers: dict[int, Cipher] = {}
 
 
@@ -77,6 +78,20 @@ class Codepoint:
     @classmethod
     def sigscheme(cls, code: int) -> Codepoint:
         return _codepoint(_sigschemes, code, registry.sigscheme_name)
+
+    @classmethod
+    def certificate_type(cls, code: int) -> Codepoint:
+        """A CertificateRequest's ClientCertificateType (one byte: hex of two digits)."""
+        made = _certificate_types.get(code)
+        if made is None:
+            from tlsprobe.wire.certificate import certificate_type_name
+            made = _keep(_certificate_types, code,
+                         Codepoint(code, _hex(code, 2), certificate_type_name(code)))
+        return made
+
+    def id_label(self) -> str:
+        """'rsa_sign (1)': the name and the decimal id (a ClientCertificateType's)."""
+        return f"{self.name} ({self.id})"
 
     def label(self) -> str:
         return f"{self.name} ({self.hex})"
@@ -272,6 +287,8 @@ class ProbeResult:
     signature_detail: str | None = None      # what was verified, or why it was not
     incomplete_reason: str | None = None     # why the engine stopped before Finished
     client_certificate_requested: bool = False  # CertificateRequest seen (none is sent)
+    #: its certificate_types (TLS 1.0-1.2; TLS 1.3 has none), in the server's order
+    client_certificate_types: tuple[Codepoint, ...] = ()
     anonymous: bool = False                  # DH_anon/ECDH_anon suite: nobody authenticated
     extended_master_secret: bool | None = None  # TLS 1.0-1.2: RFC 7627 echoed (None: 1.3)
     secure_renegotiation: bool | None = None    # TLS 1.0-1.2: renegotiation_info echoed

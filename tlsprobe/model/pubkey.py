@@ -28,7 +28,8 @@ if TYPE_CHECKING:   # X.509 (0.01 s of imports) with the first certificate, not 
     )
 
 __all__ = ["RSASSA_PSS", "certificate_key", "distinguished_name", "is_dsa_key",
-           "load_certificate", "load_public_key", "pss_only", "public_key", "verify_issued"]
+           "load_certificate", "load_public_key", "pss_only", "public_key", "verify_issued",
+           "verify_signed"]
 
 # catch_warnings swaps process-wide state: one thread at a time (the resolver threads of
 # net/ never get here, but an API user may run probes in threads)
@@ -95,6 +96,38 @@ def verify_issued(cert: x509.Certificate, issuer: x509.Certificate) -> None:
         return
     with _quiet(_DSA):
         cert.verify_directly_issued_by(issuer)
+
+
+def verify_signed(cert: x509.Certificate, issuer: x509.Certificate, tbs: bytes,
+                  signature: bytes) -> None:
+    """`issuer`'s key verifies `signature` over `tbs` with `cert`'s signature algorithm
+    (its hash and padding, as `verify_directly_issued_by` takes them): the signature of a
+    certificate read through a copy (engine/certtwin.py), over the bytes as sent. Raises
+    InvalidSignature, or what the key's `verify` raises; UnsupportedAlgorithm for a key
+    that signs nothing."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric import (
+        ec,
+        ed448,
+        ed25519,
+        padding,
+        rsa,
+    )
+    key = public_key(issuer)
+    params = cert.signature_algorithm_parameters
+    digest = cert.signature_hash_algorithm
+    if isinstance(key, rsa.RSAPublicKey) and isinstance(params, (padding.PKCS1v15, padding.PSS)) \
+            and digest is not None:
+        key.verify(signature, tbs, params, digest)
+    elif isinstance(key, ec.EllipticCurvePublicKey) and isinstance(params, ec.ECDSA):
+        key.verify(signature, tbs, params)
+    elif isinstance(key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
+        key.verify(signature, tbs)
+    elif is_dsa_key(key) and digest is not None:
+        with _quiet(_DSA):
+            key.verify(signature, tbs, digest)
+    else:
+        raise UnsupportedAlgorithm("a signature this key does not make")
 
 
 def load_public_key(spki: bytes) -> PublicKeyTypes:

@@ -97,7 +97,7 @@ def _codepoints(caches: AnalysisCaches, kind: str,
 
 _MAKE: Final[dict[str, Callable[[int], Codepoint]]] = {
     "version": Codepoint.version, "group": Codepoint.group,
-    "sigscheme": Codepoint.sigscheme,
+    "sigscheme": Codepoint.sigscheme, "certificate_type": Codepoint.certificate_type,
     "extension": lambda code: Codepoint(code, f"0x{code:04x}", registry.extension_name(code)),
     "compression": lambda method: Codepoint(  # RFC 3749: 1 DEFLATE, 64 LZS, others by hex
         method, f"0x{method:02x}", {0: "null", 1: "DEFLATE", 64: "LZS"}.get(
@@ -214,11 +214,12 @@ def _chain(caches: AnalysisCaches, ders: tuple[bytes, ...]) -> tuple[Certificate
 def _client_auth(caches: AnalysisCaches, auth: ClientAuthFacts) -> ClientAuth:
     # cryptography imported only for a CertificateRequest, not at start-up
     from tlsprobe.model.pubkey import distinguished_name
-    requested, schemes, authorities, chain = auth
+    requested, schemes, authorities, chain, types = auth
     names = tuple(_memo(caches, ("dn", der), distinguished_name, der) for der in authorities)
     return ClientAuth(requested, _codepoints(caches, "sigscheme", schemes) if schemes else (),
                       len(authorities), True if chain is not None else None,
-                      _chain(caches, chain) if chain else (), names)
+                      _chain(caches, chain) if chain else (), names,
+                      _codepoints(caches, "certificate_type", types) if types else ())
 
 
 def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:

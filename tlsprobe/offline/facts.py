@@ -54,7 +54,9 @@ CKE: Final = 16
 FIN: Final = 20
 #: `Facts.client_auth`: (CertificateRequest seen, its signature schemes, the CAs it names
 #: (DER distinguished names), the client's certificate chain: None before its Certificate)
-ClientAuthFacts = tuple[bool, tuple[int, ...], tuple[bytes, ...], tuple[bytes, ...] | None]
+#: (requested, schemes, authorities, the client's chain or None, certificate types)
+ClientAuthFacts = tuple[bool, tuple[int, ...], tuple[bytes, ...], tuple[bytes, ...] | None,
+                        tuple[int, ...]]
 _DTLS_AS_TLS: Final = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
 
 # Shared initial values of the Facts fields that most connections never change: a
@@ -403,8 +405,8 @@ class Facts:
         """The server's first CertificateRequest: what it asks the client for."""
         auth = self.client_auth
         if auth is None or not auth[0]:
-            schemes, authorities = certificate_request_summary(msg, self.context(SERVER))
-            self.client_auth = (True, schemes, authorities, auth[3] if auth else None)
+            schemes, authorities, types = certificate_request_summary(msg, self.context(SERVER))
+            self.client_auth = (True, schemes, authorities, auth[3] if auth else None, types)
 
     def _client_certificate(self, msg: bytes, decoded: Decoded | None) -> None:
         """The client's first Certificate: its chain (empty: it has none to send)."""
@@ -414,8 +416,8 @@ class Facts:
         chain = tuple(decoded.message.certificates) if decoded is not None and \
             isinstance(decoded.message, Certificate) else \
             tuple(certificate_list(msg, self.context(CLIENT)))
-        self.client_auth = (auth[0], auth[1], auth[2], chain) if auth else \
-            (False, (), (), chain)
+        self.client_auth = (auth[0], auth[1], auth[2], chain, auth[4]) if auth else \
+            (False, (), (), chain, ())
 
     def _partial_hello(self, msg: bytes, ts: float, frame: int) -> bool:
         """A ClientHello that is malformed or cut: its whole fields count (True when any)."""

@@ -124,6 +124,8 @@ def probe_result(facts: HandshakeFacts, target: Target, address: str | None, *,
         signature_verified=facts.signature_verified, signature_detail=facts.signature_detail,
         incomplete_reason=facts.incomplete_reason,
         client_certificate_requested=facts.certificate_requested,
+        client_certificate_types=tuple(Codepoint.certificate_type(t)
+                                       for t in facts.certificate_types),
         anonymous=info is not None and info.auth == "anon",
         extended_master_secret=features.extended_master_secret,
         secure_renegotiation=features.secure_renegotiation,

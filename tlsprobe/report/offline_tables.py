@@ -387,6 +387,9 @@ def _certificate_rows(r: ConnectionReport) -> list[Row]:
             if not auth.certificates else f"sent, {len(auth.certificates)} certificate"
             + ("" if len(auth.certificates) == 1 else "s"))
     rows.append(("Client certificate", f"{asked}; {sent}"))
+    if auth.certificate_types:
+        rows.append(("Certificate types", ", ".join(t.id_label() for t in
+                                                    auth.certificate_types)))
     rows.extend(("Acceptable CA" if i == 0 else "", name)
                 for i, name in enumerate(auth.certificate_authority_names))
     rows.extend(_chain_rows("Client chain", auth.certificates))

@@ -163,8 +163,9 @@ def _proof_rows(r: ProbeResult, full: bool) -> list[Row]:
     if r.finished_verified is not None:
         rows.append(("Server Finished", "verified" if r.finished_verified else "FAILED"))
     if r.client_certificate_requested:
-        rows.append(("Client certificate", ("requested by the server (CertificateRequest); "
-                     "none sent")))
+        types = ", ".join(t.id_label() for t in r.client_certificate_types)
+        rows.append(("Client certificate", "requested by the server (CertificateRequest"
+                     + (f"; certificate types {types}" if types else "") + "); none sent"))
     return rows
 
 

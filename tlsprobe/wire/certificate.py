@@ -31,8 +31,17 @@ from .ext_decoders import (
 )
 from .extensions import Extension, pull_extensions, push_extensions
 
+#: ClientCertificateType (RFC 5246 7.4.4, RFC 8422 5.5; IANA "TLS ClientCertificateType
+#: Identifiers"): a TLS 1.0-1.2 CertificateRequest's certificate_types
 CERTIFICATE_TYPES = {1: "rsa_sign", 2: "dss_sign", 3: "rsa_fixed_dh", 4: "dss_fixed_dh",
-                     64: "ecdsa_sign", 65: "rsa_fixed_ecdh", 66: "ecdsa_fixed_ecdh"}
+                     5: "rsa_ephemeral_dh_RESERVED", 6: "dss_ephemeral_dh_RESERVED",
+                     20: "fortezza_dms_RESERVED", 64: "ecdsa_sign", 65: "rsa_fixed_ecdh",
+                     66: "ecdsa_fixed_ecdh", 67: "gost_sign256", 68: "gost_sign512"}
+
+
+def certificate_type_name(code: int) -> str:
+    """The IANA name of a ClientCertificateType, its hex when unassigned."""
+    return CERTIFICATE_TYPES.get(code) or f"0x{code:02x}"
 
 
 def _legacy_signed(buf: Buffer, ctx: ParseContext) -> bool:

@@ -181,11 +181,11 @@ def offered_session(hello: bytes) -> tuple[bytes, bytes]:
 
 
 def certificate_request_summary(msg: bytes, ctx: ParseContext
-                                ) -> tuple[tuple[int, ...], tuple[bytes, ...]]:
-    """The signature schemes a CertificateRequest asks for and the certificate
-    authorities it names, each a DER distinguished name (TLS 1.3: its
-    signature_algorithms and certificate_authorities extensions; before TLS 1.2 no
-    schemes). Raises DecodeError when malformed."""
+                                ) -> tuple[tuple[int, ...], tuple[bytes, ...], tuple[int, ...]]:
+    """The signature schemes a CertificateRequest asks for, the certificate authorities
+    it names, each a DER distinguished name, and its certificate_types (TLS 1.3: its
+    signature_algorithms and certificate_authorities extensions, and no types; before
+    TLS 1.2 no schemes). Raises DecodeError when malformed."""
     from tlsprobe.wire.certificate import CertificateRequest
     from tlsprobe.wire.ext_decoders import WHERE_CERTIFICATE_REQUEST
     request = _codec(msg, ctx)
@@ -193,7 +193,7 @@ def certificate_request_summary(msg: bytes, ctx: ParseContext
         raise DecodeError("not a CertificateRequest", 0, "handshake")
     if request.certificate_request_context is None:
         return (tuple(request.supported_signature_algorithms or ()),
-                tuple(request.certificate_authorities))
+                tuple(request.certificate_authorities), tuple(request.certificate_types))
     schemes: tuple[int, ...] = ()
     authorities: tuple[bytes, ...] = ()
     for ext in request.extensions:
@@ -201,4 +201,4 @@ def certificate_request_summary(msg: bytes, ctx: ParseContext
             schemes = tuple(ext.decode(WHERE_CERTIFICATE_REQUEST))
         elif ext.type == 47:
             authorities = tuple(ext.decode(WHERE_CERTIFICATE_REQUEST))
-    return schemes, authorities
+    return schemes, authorities, ()

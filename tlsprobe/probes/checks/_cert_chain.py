@@ -23,13 +23,13 @@ from typing import TypeVar
 from cryptography import x509
 from cryptography.x509 import ocsp
 
+from tlsprobe.engine.certtwin import readable_certificate
 from tlsprobe.engine.chainpath import issued
 from tlsprobe.engine.client import HandshakeFailure
 from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import NetworkError
 from tlsprobe.model.checks import CheckResult
-from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.model.server_certs import AUTH_OF
 from tlsprobe.net.driver import Progress, adrive
 from tlsprobe.net.transport import AsyncTransport
@@ -224,7 +224,7 @@ async def served(ctx: CheckContext) -> Served | str:
 def leaf_of(got: Served) -> x509.Certificate | str:
     """The leaf certificate parsed, or why it does not parse."""
     try:
-        return load_certificate(got.chain[0])
+        return readable_certificate(got.chain[0])
     except ValueError as exc:
         return f"the leaf certificate does not parse: {exc}"
 
@@ -236,7 +236,7 @@ def extension(leaf: x509.Certificate, kind: type[E], name: str) -> E | None | st
         return leaf.extensions.get_extension_for_class(kind).value
     except x509.ExtensionNotFound:
         return None
-    except (x509.DuplicateExtension, ValueError) as exc:   # one extension twice, say
+    except (x509.DuplicateExtension, ValueError, TypeError) as exc:   # one extension twice, say
         return f"the {name} extension does not parse ({exc})"
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from cryptography import x509
 
+from tlsprobe.engine.certtwin import readable_certificate
 from tlsprobe.engine.chain import trusted_path
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -50,7 +51,6 @@ from tlsprobe.engine.chainpath import (
 )
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.probes.checks._cert_chain import Served, trust_anchors
 from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -188,7 +188,7 @@ async def run(ctx: CheckContext) -> CheckResult:
 async def judge(ctx: CheckContext, got: Served) -> CheckResult:
     """The verdict on one chain as the server sent it."""
     try:
-        chain = [load_certificate(der) for der in got.chain]
+        chain = [readable_certificate(der) for der in got.chain]
     except ValueError as exc:
         return ctx.inconclusive(f"a certificate of the chain does not parse: {exc}")
     anchors, store, why = trust_anchors(ctx)

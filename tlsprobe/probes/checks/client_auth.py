@@ -35,6 +35,7 @@ from tlsprobe.engine.config import TLS13
 from tlsprobe.errors import FailureKind, NetworkError
 from tlsprobe.model.check_details import ClientAuthDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
+from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.pubkey import distinguished_name
 from tlsprobe.net.driver import adrive
 from tlsprobe.net.transport import AsyncTransport
@@ -155,6 +156,10 @@ def _result(ctx: CheckContext, asked: Asked, sent: str) -> CheckResult:
                               details=ClientAuthDetails(False, False, version, ()))
         return ctx.inconclusive(f"{sent}: no CertificateRequest seen before the handshake "
                                 f"ended ({asked.failure or 'incomplete'})", tuple(evidence))
+    types = tuple(Codepoint.certificate_type(t).id_label()
+                  for t in asked.request.certificate_types)
+    if types:
+        evidence.append(f"certificate types: {', '.join(types)}")
     names = ca_names(asked.request)
     if isinstance(names, str):
         evidence.append(f"CA names: {names}")
@@ -168,17 +173,18 @@ def _result(ctx: CheckContext, asked: Asked, sent: str) -> CheckResult:
         return ctx.result(Verdict.supported, f"{version}: the server requests a client "
                           f"certificate ({accepts}) and completes the handshake without one: "
                           "optional", tuple(evidence),
-                          details=ClientAuthDetails(True, False, version, names))
+                          details=ClientAuthDetails(True, False, version, names, types))
     evidence.append(f"received: {asked.failure}")
     if asked.refused:
         return ctx.result(Verdict.supported, f"{version}: the server requires a client "
                           f"certificate ({accepts}): without one it refuses the handshake "
                           f"({asked.failure})", tuple(evidence), severity=Severity.info,
-                          details=ClientAuthDetails(True, True, version, names))
+                          details=ClientAuthDetails(True, True, version, names, types))
     return ctx.result(Verdict.supported, f"{version}: the server requests a client "
                       f"certificate ({accepts}); whether it requires one is not established: "
                       f"without one the connection ended without an alert ({asked.failure})",
-                      tuple(evidence), details=ClientAuthDetails(True, None, version, names))
+                      tuple(evidence),
+                      details=ClientAuthDetails(True, None, version, names, types))
 
 
 async def run(ctx: CheckContext) -> CheckResult:

@@ -43,9 +43,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, paddin
 from cryptography.x509 import ocsp
 from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
+from tlsprobe.engine.certtwin import readable_certificate
 from tlsprobe.model.check_details import OcspCertStatus, OcspResponseDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.model.pubkey import load_certificate, public_key
+from tlsprobe.model.pubkey import public_key
 from tlsprobe.probes.checks._cert_chain import Served, issued, leaf_in, trust_anchors
 from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -109,7 +110,7 @@ def _delegated(response: ocsp.OCSPResponse, issuer: x509.Certificate
     try:
         eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
         signing = ExtendedKeyUsageOID.OCSP_SIGNING in eku
-    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError):
+    except (x509.ExtensionNotFound, x509.DuplicateExtension, ValueError, TypeError):
         signing = False
     if not signing:
         problems.append((Severity.high, (f"the responder certificate {who} lacks the "
@@ -265,7 +266,7 @@ def _issuer(cert: x509.Certificate, chain: tuple[bytes, ...],
     candidates = []
     for der in chain[1:]:
         try:
-            candidates.append(load_certificate(der))
+            candidates.append(readable_certificate(der))
         except ValueError:
             continue
     return next((c for c in (*candidates, *anchors) if issued(cert, c) is True), None)

@@ -31,7 +31,7 @@ def embedded(leaf: x509.Certificate) -> tuple[str, int | None] | None:
         value = leaf.extensions.get_extension_for_oid(oid).value
     except x509.ExtensionNotFound:
         return None
-    except (x509.DuplicateExtension, ValueError) as exc:
+    except (x509.DuplicateExtension, ValueError, TypeError) as exc:
         return f"an SCT list embedded in the leaf that does not parse ({exc})", None
     if not isinstance(value, x509.PrecertificateSignedCertificateTimestamps):
         return "an SCT list embedded in the leaf", None     # not read as one

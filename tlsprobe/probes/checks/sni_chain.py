@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import hashlib
 
+from tlsprobe.engine.certtwin import readable_certificate
 from tlsprobe.model.check_details import SniChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
-from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.probes.checks._cert_chain import NoChain, Served, again
 from tlsprobe.probes.checks._every_chain import every_chain
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
@@ -35,7 +35,7 @@ from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
 
 def _subject(der: bytes) -> str:
     try:
-        return load_certificate(der).subject.rfc4514_string() or "(empty)"
+        return readable_certificate(der).subject.rfc4514_string() or "(empty)"
     except ValueError as exc:
         return f"(unparsable certificate: {exc})"
 

@@ -1,0 +1,163 @@
+"""A certificate of the server's chain that `cryptography` cannot parse (BER OpenSSL reads:
+a serial number's length in the long form), other than the leaf, makes the trust verdict
+"not established" only when OpenSSL's path may go through it. tlsprobe said "not
+established" for any such certificate: an extra unrelated one, or a copy of the root past
+the trust anchor, where `openssl s_client -verify_return_error` says 0 (or 20 for a chain
+whose root is not in the store: the verdict it reaches without that certificate)."""
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from tests.helpers.bercert import Issued, issued, mangled, pem
+from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
+
+NOW = datetime.datetime.now(datetime.UTC)
+DAY = datetime.timedelta(days=1)
+
+
+def _cert(cn: str, key: ec.EllipticCurvePrivateKey, issuer: str,
+          signer: ec.EllipticCurvePrivateKey, ca: bool) -> bytes:
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    builder = (x509.CertificateBuilder().subject_name(name)
+               .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(NOW - DAY).not_valid_after(NOW + 30 * DAY)
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if not ca:
+        builder = builder.add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName("localhost")]), critical=False)
+    return builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
+
+
+def _ber(der: bytes, signer: ec.EllipticCurvePrivateKey) -> bytes:
+    """`der` with its serial number's length in the long form, signed again by `signer`."""
+    return mangled(Issued(signer, b"", signer, der), "serial-long-length")
+
+
+#: the sent chain after the leaf, and whether the store holds the chain's root: (what is
+#: sent, root in the store, OpenSSL's code, tlsprobe's verdict established)
+CASES = {
+    "an-unrelated-certificate": (("inter", "unrelated"), True, 0, True),
+    "a-copy-of-the-root-past-the-anchor": (("inter", "root-ber"), True, 0, True),
+    "an-unrelated-certificate-no-anchor": (("inter", "unrelated"), False, 20, True),
+    # on the path: OpenSSL reads it (0); cryptography cannot: not established
+    "the-intermediate": (("inter-ber",), True, 0, False),
+    "the-intermediate-no-anchor": (("inter-ber",), False, 20, False),
+}
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("name", list(CASES))
+def test_an_unparsable_certificate_counts_only_on_the_path(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path,
+        name: str) -> None:
+    sent, anchored, expected, established = CASES[name]
+    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    root = _cert("Codes Root", root_key, "Codes Root", root_key, True)
+    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, True)
+    leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, False)
+    other = issued(ca_name="Another CA")
+    made = {"inter": inter, "inter-ber": _ber(inter, root_key), "root-ber": _ber(root, root_key),
+            "unrelated": mangled(other, "serial-long-length", ca=True)}
+    (tmp_path / "leaf.pem").write_bytes(pem(leaf))
+    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    (tmp_path / "chain.pem").write_bytes(b"".join(pem(made[k]) for k in sent))
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(root) if anchored else pem(issued(ca_name="Elsewhere CA").ca_der))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key"), "-cert_chain",
+                                       str(tmp_path / "chain.pem")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == expected, (name, code, text)
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    assert len(data["certificates"]) == 1 + len(sent), data["certificates"]
+    ver = data["verification"]
+    if not established:
+        assert ver["code"] is None and ver["message"].startswith(
+            "not established: certificate 1 of the chain cannot be parsed by cryptography"), ver
+        assert "OpenSSL may take it for the issuer of CN=localhost" in ver["message"], ver
+        return
+    assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), ver
+    assert "certificate 2 of the chain cannot be parsed by cryptography, and OpenSSL's path " \
+        "does not go through it" in ver["message"], ver
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("named", [False, True])
+def test_a_store_certificate_cryptography_cannot_parse_counts_only_by_its_name(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path,
+        named: bool) -> None:
+    """The trust store holds a certificate cryptography cannot parse (OpenSSL reads it)
+    and not the chain's root. Its name is not the leaf's issuer's: OpenSSL says 20, and
+    tlsprobe now too (was not established); it is (another key): OpenSSL takes it for the
+    issuer (7), which cannot be told here: not established."""
+    chain = issued()
+    (tmp_path / "leaf.pem").write_bytes(pem(chain.leaf_der))
+    (tmp_path / "leaf.key").write_bytes(chain.leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    other = issued(ca_name="BER Test CA" if named else "Unrelated CA")   # another key
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(issued(ca_name="Elsewhere CA").ca_der) +
+                      pem(mangled(other, "serial-long-length", ca=True)))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == (7 if named else 20), text
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    ver = json.loads(res.stdout)["verification"]
+    if named:
+        assert ver["code"] is None and "the issuer may be among them" in ver["message"], ver
+        return
+    assert ver["code"] == 20 and ver["message"].startswith(f"20 ({text})"), ver
+    assert "the trust store holds a certificate cryptography cannot parse, none of them " \
+        "named as an issuer of a certificate the server sent" in ver["message"], ver
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("root_in_ber", [False, True])
+def test_a_store_certificate_cryptography_cannot_parse_above_a_store_intermediate(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path,
+        root_in_ber: bool) -> None:
+    """The store holds the leaf's issuer, an intermediate (no anchor alone), and a
+    certificate cryptography cannot parse: that intermediate's root (OpenSSL reads it: 0)
+    is no verdict here (not established; code 2 was said with 56ea951's names of sent
+    certificates alone), an unrelated one leaves OpenSSL's 2 (unable to get issuer
+    certificate) standing."""
+    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    root = _cert("Codes Root", root_key, "Codes Root", root_key, True)
+    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, True)
+    leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, False)
+    (tmp_path / "leaf.pem").write_bytes(pem(leaf))
+    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(inter) + pem(_ber(root, root_key) if root_in_ber else mangled(
+        issued(ca_name="Unrelated CA"), "serial-long-length", ca=True)))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == (0 if root_in_ber else 2), text
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    ver = json.loads(res.stdout)["verification"]
+    if root_in_ber:
+        assert ver["code"] is None and "the issuer may be among them" in ver["message"], ver
+    else:
+        assert ver["code"] == 2 and ver["message"].startswith(f"2 ({text})"), ver

@@ -1,0 +1,234 @@
+"""A readable twin of a certificate whose extensions `cryptography` refuses in a form
+OpenSSL reads (measured with `openssl verify -purpose sslserver`, 3.0), to read its
+extensions with, never to check its signature (which no longer holds): each extension
+rewritten into one cryptography reads that means the same to OpenSSL's checks.
+
+- basicConstraints: CA:FALSE with a pathLenConstraint (OpenSSL reads it as CA:FALSE, the
+  path length checked only in strict mode) or CA:FALSE written out (a DEFAULT encoded) as
+  an empty SEQUENCE; a BOOLEAN of a byte other than 0x00 and 0xFF as TRUE (0xFF).
+- extendedKeyUsage without a purpose (OpenSSL: no purpose, 26 for a TLS server) as one of
+  `NO_PURPOSE`, a purpose no check knows.
+- subjectAltName: an iPAddress of neither 4 nor 16 bytes (OpenSSL matches it to no
+  address; a name constraint of addresses says 53 for it, nc_ip) as an otherName of type
+  `ODD_ADDRESS` holding its bytes; an empty list as one otherName of type `NO_NAME`,
+  which stands for nothing (no DNS name: the host name is the CN's, as OpenSSL reads it).
+- nameConstraints: an empty list of subtrees dropped (OpenSSL: no constraint), a
+  subtree's iPAddress base of neither 8 nor 32 bytes (53 for any address it meets) as an
+  otherName of type `ODD_ADDRESS`; no subtree left: one base of type `NO_NAME`.
+engine/nameconstraints.py reads those otherNames as OpenSSL reads what they stand for.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import lru_cache
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding
+
+from tlsprobe.engine.certext import basic_constraints, problem_of
+from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS, extension_spans
+from tlsprobe.model.pubkey import load_certificate
+from tlsprobe.wire.spki import der_element, der_length
+
+__all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
+           "readable_certificate", "readable_twin"]
+
+#: each twin made by `parsed_twin` (its DER) -> the certificate as sent, whose signature
+#: is the one to check; bounded, the least recently used dropped first (a twin in use is
+#: asked for at each signature check of its path)
+_ORIGINALS: OrderedDict[bytes, bytes] = OrderedDict()
+_ORIGINALS_MAX = 1024
+_LOCK = threading.Lock()
+
+#: the stand-ins' OIDs (a UUID arc, X.667: no certificate names them)
+NO_PURPOSE = x509.ObjectIdentifier("2.25.329800735698586629295641978511506172918.1")
+
+
+def _tlv(tag: int, body: bytes) -> bytes:
+    return bytes([tag]) + der_length(len(body)) + body
+
+
+def _oid(oid: x509.ObjectIdentifier) -> bytes:
+    arcs = [int(a) for a in oid.dotted_string.split(".")]
+    body = bytearray()
+    for n in [40 * arcs[0] + arcs[1], *arcs[2:]]:
+        chunk = [n & 0x7F]
+        while n > 0x7F:
+            n >>= 7
+            chunk.append(0x80 | (n & 0x7F))
+        body += bytes(reversed(chunk))
+    return _tlv(0x06, bytes(body))
+
+
+def _other_name(oid: x509.ObjectIdentifier, value: bytes = b"") -> bytes:
+    """An otherName GeneralName ([0] type-id, [0] EXPLICIT an OCTET STRING of `value`)."""
+    return _tlv(0xA0, _oid(oid) + _tlv(0xA0, _tlv(0x04, value)))
+
+
+def _elements(value: bytes) -> list[tuple[int, bytes, bytes]]:
+    """(tag, contents, whole element) of each element inside the one element `value`."""
+    _, at, end = der_element(value, 0, len(value))
+    out = []
+    while at < end:
+        tag, start, stop = der_element(value, at, end)
+        out.append((tag, value[start:stop], value[at:stop]))
+        at = stop
+    return out
+
+
+def _basic_constraints(value: bytes) -> bytes:
+    ca, length = basic_constraints(value)
+    return _tlv(0x30, b"\x01\x01\xff" + (_tlv(0x02, length) if length else b"")) if ca \
+        else b"\x30\x00"
+
+
+def _usages(value: bytes) -> bytes:
+    return value if _elements(value) else _tlv(0x30, _oid(NO_PURPOSE))
+
+
+def _names(value: bytes) -> bytes:
+    names = [_other_name(ODD_ADDRESS, body) if tag == 0x87 and len(body) not in (4, 16)
+             else whole for tag, body, whole in _elements(value)]
+    return _tlv(0x30, b"".join(names) or _other_name(NO_NAME))
+
+
+def _subtree(whole: bytes) -> bytes:
+    parts = _elements(whole)
+    tag, body, _ = parts[0]
+    if tag != 0x87 or len(body) in (8, 32):
+        return whole
+    return _tlv(0x30, _other_name(ODD_ADDRESS, body) + b"".join(p[2] for p in parts[1:]))
+
+
+def _constraints(value: bytes) -> bytes:
+    lists = [_tlv(tag, b"".join(_subtree(w) for _, _, w in _elements(whole)))
+             for tag, body, whole in _elements(value) if body]
+    return _tlv(0x30, b"".join(lists) or _tlv(0xA0, _tlv(0x30, _other_name(NO_NAME))))
+
+
+#: the rewriting of each extension whose forms are read here, by OID
+_REWRITES: dict[str, Callable[[bytes], bytes]] = {
+    "2.5.29.19": _basic_constraints, "2.5.29.37": _usages, "2.5.29.17": _names,
+    "2.5.29.30": _constraints}
+
+
+def readable_twin(cert: x509.Certificate) -> x509.Certificate:
+    """`cert` itself (the very object: a caller may tell a twin by identity) when
+    cryptography reads its extensions, else its twin (the module's text) when that reads
+    them, else `cert`."""
+    try:
+        len(cert.extensions)
+        return cert
+    except (ValueError, TypeError, x509.DuplicateExtension):
+        return _twin(cert) or cert
+
+
+def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> bytes:
+    """The DER element at `at` with the contents [start, stop) of an element inside it
+    replaced by `new`, each enclosing length written anew."""
+    tag, body, end = der_element(der, at, len(der))
+    if (body, end) == (start, stop):
+        inner = new
+    else:
+        parts, pos = [], body
+        while pos < end:
+            child_end = der_element(der, pos, end)[2]
+            parts.append(_with_contents(der, pos, start, stop, new) if pos <= start < child_end
+                         else der[pos:child_end])
+            pos = child_end
+        inner = b"".join(parts)
+    return bytes([tag]) + der_length(len(inner)) + inner
+
+
+@lru_cache(maxsize=64)
+def _twin(cert: x509.Certificate) -> x509.Certificate | None:
+    der = cert.public_bytes(Encoding.DER)
+    try:
+        for index in range(len(extension_spans(der))):
+            oid, start, stop = extension_spans(der)[index]
+            value = der[start:stop]
+            rewrite = _REWRITES.get(oid)
+            if rewrite is None or problem_of(oid, value) is not None:
+                continue   # one OpenSSL refuses: certext.py judged it (20)
+            new = rewrite(value)
+            if new != value:
+                der = _with_contents(der, 0, start, stop, new)
+        twin = load_certificate(der)
+        len(twin.extensions)
+    except (ValueError, TypeError, x509.DuplicateExtension):
+        return None
+    return twin
+
+
+def parsed_twin(der: bytes) -> x509.Certificate | None:
+    """A certificate cryptography refuses as a whole only for its extensions' critical
+    flags (a BOOLEAN of a byte other than 0x00 and 0xFF; FALSE, the DEFAULT, written out:
+    OpenSSL reads both) read through a copy whose flags are in DER; None for any other
+    certificate. Its signature is checked over the bytes as sent (`original_of`)."""
+    try:
+        new = _critical_flags(der)
+        twin = load_certificate(new) if new != der else None
+    except ValueError:
+        return None
+    if twin is not None:
+        with _LOCK:
+            _ORIGINALS[new] = der
+            _ORIGINALS.move_to_end(new)
+            while len(_ORIGINALS) > _ORIGINALS_MAX:
+                _ORIGINALS.popitem(last=False)
+    return twin
+
+
+def readable_certificate(der: bytes) -> x509.Certificate:
+    """`load_certificate(der)`, or the twin `parsed_twin` makes of a certificate refused
+    only for its critical flags (its signature is checked over the bytes as sent by
+    chainpath.issued). Raises ValueError as `load_certificate`."""
+    try:
+        return load_certificate(der)
+    except ValueError:
+        twin = parsed_twin(der)
+        if twin is None:
+            raise
+        return twin
+
+
+def original_of(cert: x509.Certificate) -> bytes | None:
+    """The certificate as sent of a twin `parsed_twin` made, else None."""
+    if not _ORIGINALS:
+        return None
+    der = cert.public_bytes(Encoding.DER)
+    with _LOCK:
+        original = _ORIGINALS.get(der)
+        if original is not None:
+            _ORIGINALS.move_to_end(der)
+    return original
+
+
+def _critical_flags(der: bytes) -> bytes:
+    """`der` with each extension's critical BOOLEAN as DER writes it (TRUE as 0xFF, FALSE
+    left out); ValueError for a certificate not in DER otherwise."""
+    _, body, end = der_element(der, 0, len(der))
+    _, at, tbs_end = der_element(der, body, end)
+    found = None
+    while at < tbs_end:
+        tag, start, at = der_element(der, at, tbs_end)
+        found = (start, at) if tag == 0xA3 else found
+    if found is None:
+        return der
+    _, start, stop = der_element(der, *found)
+    extensions, at = [], start
+    while at < stop:
+        _, part, at = der_element(der, at, stop)
+        fields = []
+        while part < at:
+            tag, value, end = der_element(der, part, at)
+            if tag == 0x01 and end - value == 1:
+                fields.append(b"\x01\x01\xff" if der[value] else b"")
+            else:
+                fields.append(der[part:end])
+            part = end
+        extensions.append(_tlv(0x30, b"".join(fields)))
+    return _with_contents(der, 0, start, stop, b"".join(extensions))
