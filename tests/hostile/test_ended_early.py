@@ -9,6 +9,7 @@ control where the server's flight went past the message's place and its absence 
 (status_request), no CertificateStatus" for servers that had stopped before.)"""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tlsprobe.wire import ClientHello
@@ -61,6 +62,21 @@ async def tls12_no_server_key_exchange(conn: Conn) -> None:
     tls = Tls12Server(ch, conn.hello_raw[-1])
     server_hello_, certificate, _, done = tls.flight
     await conn.send(handshake_records(server_hello_, certificate, done))
+    await conn.hold(HOLD)
+
+
+async def tls13_alert_before_finished(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls13Server(ch, conn.hello_raw[-1])
+    await conn.send(tls.hello_and_flight(tls.flight()[:3])
+                    + tls.encrypt(bytes([FATAL, HANDSHAKE_FAILURE]), content_type=21))
+    await conn.hold(HOLD)
+
+
+async def tls13_whole_flight(conn: Conn) -> None:
+    ch = await conn.client_hello()
+    tls = Tls13Server(ch, conn.hello_raw[-1])
+    await conn.send(tls.hello_and_flight(tls.flight()))
     await conn.hold(HOLD)
 
 
@@ -142,3 +158,24 @@ def test_tls12_certificate_status_not_known_before_its_place(
     assert control.returncode == 0, control.stderr
     assert _row(control, "OCSP") == "announced (status_request), no CertificateStatus", \
         control.stdout
+
+
+def _requested(out: ProbeOutcome) -> object:
+    return json.loads(out.stdout)["client_certificate_requested"]
+
+
+def test_certificate_request_not_known_before_its_place(
+        hostile_server: HostileServer) -> None:
+    """TLS 1.0-1.2: a CertificateRequest comes before the ServerHelloDone; TLS 1.3 before
+    the server's Finished. Ended before: null (was false); past it: false."""
+    for script, args, code in ((tls12_alert_after_server_hello, ("--tls1_2",), 5),
+                               (tls13_alert_after_encrypted_extensions, (), 5),
+                               (tls13_alert_before_finished, (), 5)):
+        out = _probe(hostile_server, script, "--json", *args)
+        assert out.returncode == code, (script.__name__, out.stderr)
+        assert _requested(out) is None, (script.__name__, out.stdout)
+    for script, args, code in ((tls12_no_server_key_exchange, ("--tls1_2",), 6),
+                               (tls13_whole_flight, (), 0)):
+        control = _probe(hostile_server, script, "--json", *args)
+        assert control.returncode == code, (script.__name__, control.stderr)
+        assert _requested(control) is False, (script.__name__, control.stdout)
