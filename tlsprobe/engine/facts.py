@@ -22,6 +22,7 @@ from tlsprobe.model.facts import (
     KeyExchangeFacts,
     MessageFact,
     Resumption,
+    certificate_requested_of,
     hello_facts,
     wire_text,
 )
@@ -85,7 +86,7 @@ def facts_of(hs: Handshake, timings: HandshakeTimings | None = None) -> Handshak
         alpn=negotiated_alpn(hs),
         ticket_lifetime=_ticket_lifetime(messages.new_session_ticket),
         ocsp_response_bytes=_ocsp_response_bytes(hs),
-        certificate_requested=hs.verification.certificate_requested,
+        certificate_requested=certificate_requested_of(messages.order),
         certificate_types=_certificate_types(messages.certificate_request),
         resumption=_resumption(hs, hellos[-1]),
         messages=_messages(hs),

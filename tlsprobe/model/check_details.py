@@ -488,10 +488,11 @@ class KeyUsageDetails(CheckDetails):
 @dataclass(frozen=True)
 class MustStapleDetails(CheckDetails):
     """must_staple: the leaf demands stapling, and whether each connection got a stapled
-    response."""
+    response (None: not known, its TLS 1.2 handshake ended before the place of the
+    CertificateStatus the ServerHello announced)."""
 
     demanded: bool
-    stapled: tuple[bool, ...]
+    stapled: tuple[bool | None, ...]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ after the ServerHello never saw one).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -200,8 +201,9 @@ class HandshakeFacts:
     #: the size of a stapled OCSP response (CertificateStatus, or the TLS 1.3 leaf's
     #: status_request entry extension)
     ocsp_response_bytes: int | None = None
-    #: the server sent a CertificateRequest
-    certificate_requested: bool = False
+    #: the server sent a CertificateRequest (None: not known, its flight ended before the
+    #: request's place; `certificate_requested_of`)
+    certificate_requested: bool | None = False
     #: its certificate_types (RFC 5246 7.4.4; TLS 1.3 has none), as sent
     certificate_types: tuple[int, ...] = ()
     resumption: Resumption | None = None
@@ -237,6 +239,22 @@ class HandshakeFacts:
         return next((why for field_name, why in self.unknown if field_name == name), None)
 
 
+#: handshake types: a CertificateRequest, and the server's messages after which none can
+#: come (TLS 1.0-1.2 ServerHelloDone; its Finished: TLS 1.3, or a resumed TLS 1.2)
+_CERTIFICATE_REQUEST, _PAST_CERTIFICATE_REQUEST = 13, (14, 20)
+
+
+def certificate_requested_of(server_types: Iterable[int]) -> bool | None:
+    """Whether the server asked for a client certificate, from the types of the handshake
+    messages it sent: True once a CertificateRequest came, False once its flight went past
+    the request's place, else None: the handshake ended before, whether the server would
+    have asked is not known (a TLS 1.3 capture without its key log sees none of them)."""
+    types = set(server_types)
+    if _CERTIFICATE_REQUEST in types:
+        return True
+    return False if types.intersection(_PAST_CERTIFICATE_REQUEST) else None
+
+
 __all__ = ["CLIENT", "SERVER", "AlertFact", "ExtensionsSeen", "HandshakeFacts",
            "HandshakeTimings", "HelloFacts", "HelloSummary", "KeyExchangeFacts", "KxSource", "MessageFact",
-           "Resumption", "hello_facts", "wire_text"]
+           "Resumption", "certificate_requested_of", "hello_facts", "wire_text"]

@@ -286,7 +286,9 @@ class ProbeResult:
     signature_verified: bool | None = None   # CertificateVerify / ServerKeyExchange signature
     signature_detail: str | None = None      # what was verified, or why it was not
     incomplete_reason: str | None = None     # why the engine stopped before Finished
-    client_certificate_requested: bool = False  # CertificateRequest seen (none is sent)
+    #: CertificateRequest seen (none is sent); None: not known, the handshake ended before
+    #: the request's place (TLS 1.0-1.2 ServerHelloDone, the server's Finished)
+    client_certificate_requested: bool | None = False
     #: its certificate_types (TLS 1.0-1.2; TLS 1.3 has none), in the server's order
     client_certificate_types: tuple[Codepoint, ...] = ()
     anonymous: bool = False                  # DH_anon/ECDH_anon suite: nobody authenticated

@@ -19,6 +19,7 @@ from tlsprobe.model.facts import (
     KeyExchangeFacts,
     MessageFact,
     Resumption,
+    certificate_requested_of,
     hello_facts,
     wire_text,
 )
@@ -27,7 +28,7 @@ from tlsprobe.wire.hello_fields import PRE_SHARED_KEY, ServerHelloInfo
 
 CLIENT_HELLO: Final = 1
 SERVER_HELLO: Final = 2
-CERTIFICATE_REQUEST: Final = 13
+FINISHED: Final = 20
 #: server messages of a full TLS 1.0-1.2 handshake (Certificate, ServerKeyExchange,
 #: ServerHelloDone): an abbreviated one has none of them
 _FULL_HANDSHAKE: Final = (11, 12, 14)
@@ -141,6 +142,13 @@ def _unknown(f: Facts) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _server_types(f: Facts) -> list[int]:
+    """The types of the server's handshake messages read; a TLS 1.0-1.2 server's
+    ChangeCipherSpec stands for the Finished it announces (encrypted: read with keys only)."""
+    types = [t for d, t, _, _ in f.messages if d == SERVER]
+    return types + [FINISHED] if f.ccs[SERVER] and not f.tls13 else types
+
+
 def handshake_facts(f: Facts) -> HandshakeFacts:
     """What the captured handshake established (`Facts` as accumulated so far)."""
     sh, hrr = f.server_hello, f.hrr
@@ -162,8 +170,7 @@ def handshake_facts(f: Facts) -> HandshakeFacts:
         signature_scheme=f.signature_scheme, certificates=tuple(f.certificates),
         alpn=wire_text(alpn) if alpn is not None else None,
         ticket_lifetime=f.ticket_lifetime,
-        certificate_requested=any(d == SERVER and t == CERTIFICATE_REQUEST
-                                  for d, t, _, _ in f.messages),
+        certificate_requested=certificate_requested_of(_server_types(f)),
         resumption=resumption_of(f),
         messages=tuple(MessageFact(d, t, hrr_, decrypted)
                        for d, t, hrr_, decrypted in f.messages),

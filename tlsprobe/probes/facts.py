@@ -20,10 +20,14 @@ from tlsprobe.net.tcp import Target
 from tlsprobe.registry import HandshakeType
 
 #: certificate_info is model.describe's, still importable from here
-__all__ = ["SessionFeatures", "certificate_info", "negotiated_alpn", "probe_result",
+__all__ = ["STAPLING_NOT_REACHED", "SessionFeatures", "certificate_info", "negotiated_alpn", "probe_result",
            "result_from", "session_features_of"]
 
 EMS, RENEGOTIATION_INFO, STATUS_REQUEST = 23, 0xFF01, 5
+#: `SessionFeatures.ocsp_stapling` when the ServerHello announced a CertificateStatus and the
+#: handshake ended before its place: whether the server staples is not known
+STAPLING_NOT_REACHED = "announced (status_request); the handshake ended before its " \
+    "CertificateStatus"
 
 
 class SessionFeatures(NamedTuple):
@@ -64,8 +68,7 @@ def session_features_of(facts: HandshakeFacts) -> SessionFeatures:
         stapling = "stapled"
     elif not tls13 and STATUS_REQUEST in server_ext:
         stapling = "announced (status_request), no CertificateStatus" \
-            if _past_certificate_status(facts) else \
-            "announced (status_request); the handshake ended before its CertificateStatus"
+            if _past_certificate_status(facts) else STAPLING_NOT_REACHED
     else:
         stapling = "none"
     return SessionFeatures(ems, renegotiation, stapling,

@@ -38,7 +38,7 @@ from tlsprobe.probes.audit.outcome import STOP_VERIFY, Outcome, finished
 from tlsprobe.probes.checks._shared import once
 from tlsprobe.probes.checks._tolerance import edited_handshake, top_versions
 from tlsprobe.probes.checks.base import CheckContext
-from tlsprobe.probes.facts import session_features_of
+from tlsprobe.probes.facts import STAPLING_NOT_REACHED, session_features_of
 from tlsprobe.wire import extensions as ext
 from tlsprobe.wire.hello import ClientHello
 
@@ -54,13 +54,15 @@ E = TypeVar("E", bound=x509.ExtensionType)
 @dataclass(frozen=True)
 class Served:
     """The server's answer: negotiated version and suite, the chain (DER, leaf first),
-    whether it stapled an OCSP response (and the s_client-like note), and how many places
-    outside the certificate carried SCTs (the TLS extension, the stapled response)."""
+    whether it stapled an OCSP response (None: not known, the TLS 1.2 handshake ended after
+    a ServerHello that announced a CertificateStatus and before its place) and the
+    s_client-like note, and how many places outside the certificate carried SCTs (the TLS
+    extension, the stapled response)."""
 
     version: int
     cipher_suite: int
     chain: tuple[bytes, ...]
-    stapled: bool
+    stapled: bool | None
     stapling: str
     sct_sources: tuple[str, ...] = ()
     response: bytes | None = None   # the stapled OCSPResponse (DER), when there is one
@@ -181,8 +183,9 @@ async def fetch(ctx: CheckContext, label: str = "chain", *, without_sni: bool = 
             return "the server sent an empty certificate chain"
         response = _stapled_response(hs)
         stapling = session_features_of(hs.facts()).ocsp_stapling or "none"
-        return Served(sh.selected_version, sh.cipher_suite, chain, response is not None,
-                      stapling, _sct_sources(hs, response), response, leaf_type(chain), kind)
+        known = response is not None or stapling != STAPLING_NOT_REACHED
+        return Served(sh.selected_version, sh.cipher_suite, chain,
+                      response is not None if known else None, stapling, _sct_sources(hs, response), response, leaf_type(chain), kind)
 
     got = await ctx.converse(talk, label if kind is None else f"{label} {kind}")
     if isinstance(got, Outcome):

@@ -64,6 +64,12 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
                           "connection got no stapled OCSP response, the second one did",
                           (f"stapling: {got.stapling}", f"again: {second.stapling}"),
                           details=details)
+    if got.stapled is None or second.stapled is None:
+        return ctx.inconclusive("the leaf demands stapling and no connection got a stapled "
+                                "OCSP response, but whether the server staples is not known: "
+                                "a handshake ended before the place of its CertificateStatus",
+                                (f"stapling: {got.stapling}", f"again: {second.stapling}"),
+                                details=details)
     return ctx.result(Verdict.vulnerable, "the leaf demands stapling (TLS Feature "
                       "status_request) but the server staples no OCSP response, on two "
                       "connections: Firefox refuses the connection",

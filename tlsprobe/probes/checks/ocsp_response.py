@@ -281,6 +281,9 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
     cert = leaf_in(ctx, got)
     if isinstance(cert, CheckResult):
         return cert
+    if got.response is None and got.stapled is None:
+        return ctx.inconclusive(f"whether the server staples an OCSP response is not known "
+                                f"(stapling: {got.stapling})")
     if got.response is None:
         return ctx.result(Verdict.not_applicable, f"no stapled OCSP response to check "
                           f"(stapling: {got.stapling})")

@@ -28,6 +28,7 @@ from tlsprobe.probes.checks._cert_chain import Served
 from tlsprobe.probes.checks._every_chain import with_other_chains
 from tlsprobe.probes.checks._handshake import Handshake, handshake
 from tlsprobe.probes.checks.base import ActiveCheck, CheckContext
+from tlsprobe.probes.facts import STAPLING_NOT_REACHED, session_features_of
 from tlsprobe.registry import HandshakeType
 
 STATUS_REQUEST = 5
@@ -79,6 +80,8 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
                           f"response: {what}", (f"sent: {sent}",
                                                 f"stapled: {len(got.response)} bytes, {what}"),
                           details=StaplingDetails(True, len(got.response), what))
+    if got.stapled is None:
+        return ctx.inconclusive(f"{sent}: {got.stapling}", (f"sent: {sent}",))
     return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
                       "no OCSP response", (f"sent: {sent}",), severity=Severity.info,
                       details=StaplingDetails(False, 0, None))
@@ -111,6 +114,8 @@ async def _default(ctx: CheckContext) -> tuple[CheckResult, str | None]:
                           details=StaplingDetails(True, len(response), what)), _kind(hs)
     if not hs.engine.messages.flight.has(HandshakeType.certificate):
         return ctx.inconclusive(f"{sent}: no Certificate read ({hs.describe()})"), None
+    if session_features_of(hs.engine.facts()).ocsp_stapling == STAPLING_NOT_REACHED:
+        return ctx.inconclusive(f"{sent}: {STAPLING_NOT_REACHED} ({hs.describe()})"), None
     return ctx.result(Verdict.not_supported, f"{sent} is answered with a Certificate and "
                       "no OCSP response", (f"sent: {sent}", (f"received: {hs.describe()}, "
                                             "no stapled OCSP response")),

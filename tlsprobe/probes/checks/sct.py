@@ -56,6 +56,10 @@ async def judge(ctx: CheckContext, served: Served) -> CheckResult:
     where += [f"SCTs in {s}" for s in served.sct_sources]
     if where:
         return ctx.result(Verdict.supported, "; ".join(where), tuple(where), details=details)
+    if served.stapled is None:   # a stapled OCSP response may carry SCTs
+        return ctx.inconclusive("no SCT embedded in the leaf nor in the TLS extension; "
+                                "whether a stapled OCSP response carries any is not known "
+                                f"(stapling: {served.stapling})", details=details)
     return ctx.result(Verdict.not_supported, "no SCT: none embedded in the leaf, none in the "
                       "TLS extension (offered), none in a stapled OCSP response "
                       f"(stapling: {served.stapling})", severity=Severity.low,
