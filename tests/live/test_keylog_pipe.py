@@ -104,3 +104,28 @@ def test_a_finished_captures_key_log_pipe_is_read_to_its_end_and_says_so(
     assert code == 0, err
     assert waited >= 2.5 and all(c["decrypted"] for c in conns), (waited, conns)
     assert "is a pipe: read to its end" in err and "Ctrl-C stops" in err, err
+
+
+def test_a_key_log_pipe_is_read_in_whole_lines_without_waiting(tmp_path: Path) -> None:
+    """A line split over two writes is read once whole; a line over MAX_LINE is one bad
+    line and the next is read; an empty pipe or one with no writer answers at once."""
+    from tlsprobe.engine.keylog import MAX_LINE
+    from tlsprobe.engine.keylog_pipe import load_growing_keylog
+    fifo = tmp_path / "keys.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    log = load_growing_keylog(str(fifo))          # no writer yet: no wait
+    assert log.grows and log.secrets(b"\x01" * 32) is None
+    writer = os.open(fifo, os.O_WRONLY)
+    try:
+        line = f"CLIENT_RANDOM {'01' * 32} {'ab' * 48}\n".encode()
+        os.write(writer, line[:40])
+        assert log.secrets(b"\x01" * 32) is None  # half a line: kept, not parsed
+        os.write(writer, line[40:] + b"x" * (MAX_LINE + 10))
+        assert log.secrets(b"\x01" * 32) == {"CLIENT_RANDOM": bytes.fromhex("ab" * 48)}
+        os.write(writer, b"y" * 50 + b"\n" + line.replace(b"01" * 32, b"02" * 32))
+        assert log.secrets(b"\x02" * 32) is not None and log.bad_lines == 1
+    finally:
+        os.close(writer)
+    assert log.secrets(b"\x03" * 32) is None      # the writer gone: nothing, at once
+    assert time.monotonic() - started < 5

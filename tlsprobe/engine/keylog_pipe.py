@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import weakref
 
 from tlsprobe.engine.keylog import (
     FOLLOW_WINDOW,
@@ -47,6 +48,9 @@ class KeyLogPipeFollower:
         self.path = path
         # O_NONBLOCK: the open does not wait for a FIFO's writer, nor a read for data
         self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        # held open while the log is in use (a FIFO's writer must keep a reader); closed
+        # with it, so that the API's reads of many captures leave no descriptor behind
+        self._close = weakref.finalize(self, os.close, self._fd)
         self._partial = b""
         self._skipping = False   # inside a line longer than MAX_LINE
         self.reads = 0           # times new lines were read (for tests and --stats)
@@ -94,4 +98,4 @@ class KeyLogPipeFollower:
         self._partial = rest
 
     def close(self) -> None:
-        os.close(self._fd)
+        self._close()
