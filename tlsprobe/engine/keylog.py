@@ -18,7 +18,7 @@ import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import IO, Self, TypeVar
+from typing import IO, Protocol, Self, TypeVar
 
 from tlsprobe.engine.keyschedule import KeySchedule
 
@@ -132,7 +132,7 @@ class KeyLog:
     session_ids: dict[bytes, bytes] = field(default_factory=dict)
     source: str = ""
     #: reads the lines added to a key log still being written (None: a finished file)
-    follower: KeyLogFollower | None = field(default=None, repr=False, compare=False)
+    follower: Follower | None = field(default=None, repr=False, compare=False)
     cut: bool = False
     forgotten: int = 0
 
@@ -248,10 +248,11 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
     """Read and parse a key log file, at most `max_bytes` of it (the rest counts as dropped,
     and `cut` is set).
     `grows`: the file is still being written: lines added later are read when a lookup
-    misses (`KeyLogFollower`; a regular file only: a pipe is read whole, as without it).
+    misses (`KeyLogFollower`; a regular file only: a pipe is read to its end here, and
+    `keylog_pipe.load_growing_keylog` follows it without waiting for its writer).
 
     OSError propagates (the caller turns it into a one-line usage error)."""
-    if grows and stat.S_ISREG(os.stat(path).st_mode):   # (a pipe is read once, whole)
+    if grows and stat.S_ISREG(os.stat(path).st_mode):
         log = KeyLog(source=os.fspath(path))
         log.follower = KeyLogFollower(os.fspath(path))
         log.follower.read_more(log, force=True)
@@ -269,6 +270,12 @@ def load_keylog(path: str | os.PathLike[str], max_bytes: int = DEFAULT_MAX_BYTES
         log.dropped += 1
         log.cut = True
     return log
+
+
+class Follower(Protocol):
+    """What reads the lines added to a key log still being written."""
+
+    def read_more(self, log: KeyLog, force: bool = False) -> bool: ...
 
 
 class KeyLogFollower:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from tlsprobe.errors import UsageError
 from tlsprobe.model.units import host_port
+from tlsprobe.report.timebins import TimeBins, Weighted
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -277,11 +278,17 @@ def _log_ms_axis(ax: Axes, values: Sequence[float]) -> None:
 # -- captures ----------------------------------------------------------------------------------
 class CaptureTimeline:
     """`pcap --stats --plot`: each connection's start time, version and negotiated group,
-    gathered as the reports come and drawn by `write`."""
+    gathered as the reports come (in bounded memory: `timebins.TimeBins`) and drawn by
+    `write`."""
 
     def __init__(self) -> None:
-        self.points: list[tuple[float, str, str]] = []
+        self.bins = TimeBins()
         self.untimed = 0
+
+    @property
+    def points(self) -> list[tuple[float, str, str]]:
+        """The connections kept one by one (none once they are counted in bins)."""
+        return self.bins.points or []
 
     def add(self, report: ConnectionReport | BriefReport) -> None:
         from tlsprobe.report.offline_tables import _group
@@ -291,10 +298,11 @@ class CaptureTimeline:
             self.untimed += 1
             return
         version = report.version.name if report.version else "no ServerHello"
-        self.points.append((start, _t(version), _t(_group(report))))
+        self.bins.add(start, _t(version), _t(_group(report)))
 
     def write(self, path: str) -> None:
-        plot_capture(self.points, path, self.untimed)
+        plt = _pyplot()
+        _save(plt, capture_figure((), self.untimed, self.bins), path)
 
 
 #: categories drawn in their own colour per panel of `pcap --stats --plot`; the rest are
@@ -326,12 +334,12 @@ def _time_unit(width: float) -> tuple[float, str, str]:
         else _UNITS[-1]
 
 
-def _ranked(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+def _ranked(panel: Sequence[Weighted]) -> tuple[list[str], dict[str, str]]:
     """The categories by count (most first) and the label each is drawn under: the top
     TOP_CATEGORIES keep theirs, the rest become one "other (N kinds)"."""
     counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
+    for _time, name, n in panel:
+        counts[name] = counts.get(name, 0) + n
     ranked = sorted(counts, key=lambda n: (-counts[n], n))
     if len(ranked) <= TOP_CATEGORIES:
         return ranked, {n: n for n in ranked}
@@ -342,34 +350,39 @@ def _ranked(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
 
 def plot_capture(points: Sequence[tuple[float, str, str]], path: str, untimed: int = 0) -> None:
     """Two stacked histograms over the capture's time: by version, by negotiated group."""
-    plt = _pyplot()
-    _save(plt, capture_figure(points, untimed), path)
+    _save(_pyplot(), capture_figure(points, untimed), path)
 
 
-def capture_figure(points: Sequence[tuple[float, str, str]], untimed: int = 0) -> Figure:
+def capture_figure(points: Sequence[tuple[float, str, str]], untimed: int = 0,
+                   bins: TimeBins | None = None) -> Figure:
     """`pcap --stats --plot`: connections per time bin stacked by version (top panel) and by
     negotiated group (bottom), each category in its own colour (the TOP_CATEGORIES commonest
-    of a panel; the rest as one grey "other"), the bin width and time unit on the axes."""
+    of a panel; the rest as one grey "other"), the bin width and time unit on the axes.
+    From `points`, or from `bins` (a long capture's, counted in bins) when given."""
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
+    if bins is None:
+        bins = TimeBins()
+        for point in points:
+            bins.add(*point)
     fig: Figure
     fig, axes = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True)
-    first = min((p[0] for p in points), default=0.0)
-    span = max((p[0] for p in points), default=0.0) - first
-    width = bin_width(span, len(points))
+    first = bins.low if bins.count else 0.0
+    span = bins.high - first if bins.count else 0.0
+    width = bin_width(span, bins.count)
     scale, unit, bin_unit = _time_unit(width)
-    bins = max(1, int(span // width) + 1)
-    edges = [i * width / scale for i in range(bins + 1)]
-    for ax, index, what in ((axes[0], 1, "version"), (axes[1], 2, "negotiated group")):
-        keys = [p[1] if index == 1 else p[2] for p in points]
-        order, label_of = _ranked(keys)
-        series = [[(p[0] - first) / scale for p, key in zip(points, keys)
-                   if label_of[key] == name] for name in order]
+    edges = [i * width / scale for i in range(max(1, int(span // width) + 1) + 1)]
+    for ax, panel, what in zip(axes, bins.panels(), ("version", "negotiated group")):
+        order, label_of = _ranked(panel)
+        series = [[(t - first) / scale for t, key, _n in panel if label_of[key] == name]
+                  for name in order]
+        weights = [[n for _t, key, n in panel if label_of[key] == name] for name in order]
         if series:
             colours = [PALETTE[i] if i < TOP_CATEGORIES else OTHER_COLOUR
                        for i in range(len(order))]
-            ax.hist(series, bins=edges, stacked=True, color=colours, edgecolor="white",
-                    linewidth=0.3, label=["none" if n == "-" else n for n in order])
+            ax.hist(series, bins=edges, weights=weights, stacked=True, color=colours,
+                    edgecolor="white", linewidth=0.3,
+                    label=["none" if n == "-" else n for n in order])
             ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                       borderaxespad=0)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -378,7 +391,7 @@ def capture_figure(points: Sequence[tuple[float, str, str]], untimed: int = 0) -
         ax.set_ylabel(f"connections per {width / scale:g} {bin_unit} bin")
         ax.grid(axis="y", alpha=0.3)
     note = f"; {untimed} without a capture time not drawn" if untimed else ""
-    axes[1].set_xlabel(f"time from the first connection ({unit}; {len(points)} connections"
+    axes[1].set_xlabel(f"time from the first connection ({unit}; {bins.count} connections"
                        f"{note})")
     fig.tight_layout()
     return fig

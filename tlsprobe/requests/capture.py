@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -98,6 +99,36 @@ def _no_filter() -> ConnectionFilter:
     return ConnectionFilter()
 
 
+#: seconds a key log that is a pipe is read before the note that it is read to its end
+PIPE_NOTE_AFTER = 2.0
+
+
+def _load_keylog(path: str, grows: bool, names: Names) -> KeyLog:
+    """The key log at `path`. One still being written with the capture (`grows`) is read
+    as it grows, a pipe or FIFO too (never waited for: `keylog_pipe`). A finished capture's
+    is read whole first, a pipe to its end, which is when its writer closes it: after
+    `PIPE_NOTE_AFTER` s the command line says so (and that Ctrl-C stops), not silent."""
+    import stat
+    import threading
+
+    from tlsprobe.engine.keylog import load_keylog
+    if grows:
+        from tlsprobe.engine.keylog_pipe import load_growing_keylog
+        return load_growing_keylog(path)
+    if names is not CLI or not stat.S_ISFIFO(os.stat(path).st_mode):
+        return load_keylog(path)
+    said = (f"tlsprobe: note: {names('keylog')} {path!r} is a pipe: read to its end "
+            "before the capture, when its writer closes it (Ctrl-C stops)")
+    note = threading.Timer(PIPE_NOTE_AFTER, print, (said,),
+                           {"file": sys.stderr, "flush": True})
+    note.daemon = True
+    note.start()
+    try:
+        return load_keylog(path)
+    finally:
+        note.cancel()
+
+
 @dataclass(frozen=True)
 class CaptureRequest:
     """Checked captures to read: the files (directories expanded), the key log, whether
@@ -128,9 +159,8 @@ class CaptureRequest:
             check_jobs(jobs, names)
         keys = None
         if keylog is not None:
-            from tlsprobe.engine.keylog import load_keylog
             try:   # a capture still being written: so may its key log be
-                keys = load_keylog(keylog, grows=follow or live or "-" in files)
+                keys = _load_keylog(keylog, follow or live or "-" in files, names)
             except OSError as exc:
                 raise UsageError(f"{names('keylog')} {keylog}: {exc.strerror or exc}"
                                  ) from None
