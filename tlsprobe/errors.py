@@ -25,6 +25,7 @@ Exit codes (documented in the README):
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Literal
 
@@ -134,3 +135,16 @@ def did_you_mean(word: str, known: Iterable[str], n: int = 3) -> str:
     choices = {k.lower(): k for k in known}
     close = difflib.get_close_matches(word.lower(), list(choices), n=n, cutoff=0.6)
     return f" (did you mean {', '.join(choices[c] for c in close)}?)" if close else ""
+
+
+#: how the running call's caller spells its inputs: the command line's options (True) or
+#: the Python API's parameters (False; apiargs.checked sets it for each API call), so that a
+#: hint made deep in net/ ("try --starttls imap") names the input as its caller writes it;
+#: requests/names.Names does so for the checks that know their caller
+OPTIONS_SPELLING: ContextVar[bool] = ContextVar("tlsprobe_options_spelling", default=True)
+
+
+def spelt(option: str, parameter: str) -> str:
+    """`option` ("--starttls imap") to a command line user, `parameter` ("starttls='imap'")
+    to a caller of the Python API."""
+    return option if OPTIONS_SPELLING.get() else parameter
