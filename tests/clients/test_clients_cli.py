@@ -176,6 +176,42 @@ def test_list_profiles(run_cli) -> None:
     assert code == 2 and "--list" in err
 
 
+@pytest.mark.parametrize("words, said", [
+    (("clients", "--list", "127.0.0.1:{port}"),
+     "--list takes no target ('127.0.0.1:{port}'): it lists the profiles and contacts no "
+     "server; drop the target, or drop --list to run against it"),
+    (("clients", "--list", "--csv", "out.csv"), "--list takes no --csv: "),
+    (("clients", "--list", "--json-out", "out.json"), "--list takes no --json-out: "),
+    (("clients", "--list", "--starttls", "smtp"), "--list takes no --starttls: "),
+    (("clients", "--list", "--no-verify"), "--list takes no --no-verify: "),
+    (("scan", "--list-policies", "127.0.0.1:{port}"),
+     "--list-policies takes no target ('127.0.0.1:{port}'): it lists the built-in policies "
+     "and contacts no server"),
+    (("scan", "--list-policies", "--sarif", "out.sarif"), "--list-policies takes no --sarif: "),
+], ids=["clients-target", "clients-csv", "clients-json-out", "clients-starttls",
+        "clients-no-verify", "scan-target", "scan-sarif"])
+def test_a_listing_with_a_target_or_output_is_a_usage_error(run_cli, tmp_path: Path,
+                                                            words: tuple[str, ...],
+                                                            said: str) -> None:
+    """`clients --list HOST` listed the profiles and exit 0, the target not contacted and
+    not said (so did `scan --list-policies HOST`); an output file beside a listing was
+    never written. Now a one-line usage error naming what does not apply; no connection
+    is made (a listening server on loopback sees none) and no file is written."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        code, out, err = run_cli(*(w.format(port=port) for w in words))
+        with pytest.raises(TimeoutError):
+            listener.accept()[0].close()
+    finally:
+        listener.close()
+    assert (code, out) == (2, ""), err
+    assert err.startswith("tlsprobe: error: " + said.format(port=port)), err
+    assert len(err.strip().splitlines()) == 1
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("out.")]
+
+
 @pytest.mark.parametrize("http, code, kind, words", [
     (True, 4, "not_tls", "not a TLS server: it sent an HTTP response"),
     (False, 3, "network", "timed out"),

@@ -266,6 +266,23 @@ OUTPUT_FILES = ("json_out", "html", "csv", "sarif", "junit", "msg", "pcap_out", 
 READ_FILES = ("keylog",)
 
 
+def listing_alone(args: argparse.Namespace, listing: str, what: str,
+                  dests: Sequence[str] = ()) -> None:
+    """`listing` (`clients --list`, `scan --list-policies`) lists `what` and contacts no
+    server: a target, a targets file, an output file or one of `dests` beside it went
+    unused in silence; a usage error (exit 2) naming it."""
+    if getattr(args, "targets", None):
+        from tlsprobe.escaping import quoted_text
+        raise UsageError(f"{listing} takes no target ({quoted_text(args.targets[0])}): it "
+                         f"lists {what} and contacts no server; drop the target, or drop "
+                         f"{listing} to run against it")
+    for dest in ("targets_file", *OUTPUT_FILES, *dests):
+        if getattr(args, dest, None) not in (None, False):
+            option = "--" + dest.replace("_", "-")
+            raise UsageError(f"{listing} takes no {option}: it lists {what} (on stdout) and "
+                             f"contacts no server; drop {option}")
+
+
 def check_json_out(args: argparse.Namespace) -> None:
     """--json-out FILE can be written, and no two file options of the command name one
     file: a usage error (exit 2) before any work, not after."""
