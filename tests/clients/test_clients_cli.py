@@ -305,6 +305,43 @@ def test_a_profiles_dir_file_that_is_no_profile_is_named(run_cli, tmp_path: Path
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [("clients", "--list"), ("clients", "127.0.0.1:1"),
+                                     ("scan", "127.0.0.1:1", "--clients")],
+                         ids=["list", "clients", "scan"])
+def test_two_files_of_one_profile_id_are_a_usage_error(run_cli, tmp_path: Path,
+                                                       command: tuple[str, ...]) -> None:
+    """Two --profiles-dir files of one id gave two rows of that id (and --profiles ID chose
+    both): a usage error naming both files, before any connection."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    text = (DATA / "test-curl.json").read_bytes()
+    (folder / "curl.json").write_bytes(text)
+    (folder / "curl-copy.json").write_bytes(text)
+    (folder / "other.json").write_bytes((DATA / "test-chromium.json").read_bytes())
+    code, out, err = run_cli(*command, "--profiles-dir", folder)
+    assert (code, out) == (2, ""), err
+    assert err.strip() == (f"tlsprobe: error: cannot read the client profiles in {folder}: "
+                           "curl-copy.json and curl.json are both profile 'test-curl': keep "
+                           "one (an id names one profile)"), err
+
+
+def test_a_profile_file_over_a_mebibyte_is_refused_unread(run_cli, tmp_path: Path) -> None:
+    """Profile files had no size bound: a 1 MiB + 1 byte one (a real profile padded with
+    spaces) was read whole and used; now a one-line usage error naming the file."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    text = (DATA / "test-curl.json").read_bytes()
+    (folder / "big.json").write_bytes(text + b" " * ((1 << 20) + 1 - len(text)))
+    code, out, err = run_cli("clients", "--list", "--profiles-dir", folder)
+    assert (code, out) == (2, ""), err
+    assert err.strip() == (f"tlsprobe: error: cannot read the client profiles in {folder}: "
+                           "big.json: not a client profile (larger than 1 MiB; a recorded "
+                           "hello is a few KiB)"), err
+    (folder / "big.json").write_bytes(text + b" " * ((1 << 20) - len(text)))   # 1 MiB: read
+    code, out, err = run_cli("clients", "--list", "--profiles-dir", folder)
+    assert code == 0 and out.split()[0] == "test-curl", err
+
+
 def test_html_escapes_a_profile_s_control_characters(tls_server, run_cli, tmp_path: Path) -> None:
     """A profile's client name (a --profiles-dir file's text) with a terminal escape, a BEL
     and a line break: the HTML table (clients --html, scan --clients --html) wrote them as
