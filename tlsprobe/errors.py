@@ -148,3 +148,24 @@ def spelt(option: str, parameter: str) -> str:
     """`option` ("--starttls imap") to a command line user, `parameter` ("starttls='imap'")
     to a caller of the Python API."""
     return option if OPTIONS_SPELLING.get() else parameter
+
+
+def os_error_text(exc: BaseException) -> str:
+    """An operating system error in tlsprobe's words: the system's reason in lower case
+    ("not a directory", "permission denied", "no space left on device"), without Python's
+    capitals, "[Errno 20]" and the file name repeated (the message names the file). The
+    one wording of file errors; net/tcp.describe_os_error words sockets' with it."""
+    import errno
+    import os
+    import re
+    number = exc.errno if isinstance(exc, OSError) else None
+    if number is not None and number in errno.errorcode:   # pyarrow's OSErrors too
+        return os.strerror(number).lower()
+    strerror = getattr(exc, "strerror", None)
+    if isinstance(exc, OSError) and isinstance(strerror, str) and strerror:
+        return strerror.lower()
+    text = " ".join(str(exc).split())
+    said = re.search(r"\[errno (\d+)\]", text, re.IGNORECASE)   # pyarrow's "Detail: ..."
+    if said:
+        return os.strerror(int(said.group(1))).lower()
+    return text or type(exc).__name__

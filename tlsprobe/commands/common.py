@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
-from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError
+from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError, os_error_text
 
 #: the longest timeout accepted, in seconds (one day): larger values overflow socket timeouts
 MAX_SECONDS = 86400.0
@@ -247,7 +247,7 @@ def written_to(option: str, path: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{option} {path}: {os_error_text(exc)}") from None
 
 
 def add_json_out_argument(g: argparse._ArgumentGroup | argparse.ArgumentParser,

@@ -16,6 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import cast
 
+from tlsprobe.errors import os_error_text
 from tlsprobe.model.clients import (
     ClientProfile,
     KeyMinimums,
@@ -141,7 +142,7 @@ def _bytes_of(file: Traversable) -> bytes:
         with file.open("rb") as fh:
             raw = fh.read(MAX_PROFILE_BYTES + 1)
     except OSError as exc:
-        raise ValueError(f"{file.name}: cannot read it ({exc.strerror or exc})") from None
+        raise ValueError(f"{file.name}: cannot read it ({os_error_text(exc)})") from None
     if len(raw) > MAX_PROFILE_BYTES:
         raise ValueError(f"{file.name}: not a client profile (larger than "
                          f"{MAX_PROFILE_BYTES >> 20} MiB; a recorded hello is a few KiB)")
