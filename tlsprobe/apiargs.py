@@ -15,7 +15,7 @@ import inspect
 import os
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, Union
 
 from tlsprobe.errors import OPTIONS_SPELLING, UsageError
@@ -113,11 +113,13 @@ def checked(func: Callable[_P, _R]) -> Callable[_P, _R]:
             result = func(*args, **kwargs)
         finally:
             OPTIONS_SPELLING.reset(token)
-        return typing.cast(_R, _api_spelt(result)) if is_coroutine else result
+        if is_coroutine:
+            return typing.cast(_R, _api_spelt(typing.cast(Awaitable[object], result)))
+        return result
     return call
 
 
-async def _api_spelt(coroutine: Any) -> Any:
+async def _api_spelt(coroutine: Awaitable[object]) -> object:
     """`coroutine`'s result, awaited with the API's spelling in its task's context."""
     token = OPTIONS_SPELLING.set(False)
     try:
@@ -127,7 +129,8 @@ async def _api_spelt(coroutine: Any) -> Any:
 
 
 def _check(func: Callable[..., object], signature: inspect.Signature,
-           hints: dict[str, object], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+           hints: dict[str, object], args: tuple[object, ...], kwargs: dict[str, object]
+           ) -> None:
     """A UsageError for the first argument of `func` that does not fit its annotation."""
     if not hints:
         hints.update(typing.get_type_hints(func))
