@@ -120,7 +120,7 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     from tlsprobe.requests.probe import ProbeRequest
     if quic and (http_get is not None or ciphers is not None or starttls is not None
                  or xmpp_host is not None):
-        raise UsageError("http_get, ciphers (TLS 1.2 suites), starttls and xmpp_host cannot "
+        raise UsageError("http_get, ciphers (TLS 1.2 suites), xmpp_host and starttls cannot "
                          "be used with quic")
     hello = HelloSpec(versions=versions, groups=groups, key_shares=key_shares,
                       ciphers=ciphers, ciphersuites=ciphersuites, sigalgs=sigalgs, alpn=alpn,
