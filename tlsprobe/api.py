@@ -96,7 +96,8 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
           verify: bool = True, cafile: str | None = None, timeout: float = 10.0,
           total_timeout: float | None = None, first_flight_only: bool = False,
           http_get: str | None = None, raise_on_error: bool = True,
-          quic: bool = False, starttls: str | None = None) -> ProbeResult:
+          quic: bool = False, starttls: str | None = None,
+          xmpp_host: str | None = None) -> ProbeResult:
     """Probe one server as `tlsprobe HOST[:PORT]` does and return its `ProbeResult`.
 
     `target` is "HOST[:PORT]" (default port 443; IPv6 as "[::1]:4433"). The lists take names
@@ -107,8 +108,8 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     probes over QUIC v1 (UDP) as `--quic` does: TLS 1.3 only, ALPN h3 unless `alpn` is
     given; the result's `quic` says what QUIC did. `starttls` ("smtp", "imap", ..., or
     "auto": by the port) holds that plain-text preamble before TLS as `--starttls` does (the
-    XMPP `to=` domain is `server_name`, else the host); the result's `starttls` says what
-    the server answered.
+    XMPP `to=` domain is `xmpp_host`, as `--xmpp-host`, else `server_name`, else the host);
+    the result's `starttls` says what the server answered.
 
     Raises `UsageError` for a bad argument, and `ProbeError` (with `.kind` and the partial
     `.result`) when the probe did not reach its answer, unless `raise_on_error` is False:
@@ -117,16 +118,17 @@ def probe(target: str, *, versions: Sequence[Code] | None = None,
     from tlsprobe.probes.probe import run_probe
     from tlsprobe.requests.hello import HelloSpec
     from tlsprobe.requests.probe import ProbeRequest
-    if quic and (http_get is not None or ciphers is not None or starttls is not None):
-        raise UsageError("http_get, ciphers (TLS 1.2 suites) and starttls cannot be used "
-                         "with quic")
+    if quic and (http_get is not None or ciphers is not None or starttls is not None
+                 or xmpp_host is not None):
+        raise UsageError("http_get, ciphers (TLS 1.2 suites), xmpp_host and starttls cannot "
+                         "be used with quic")
     hello = HelloSpec(versions=versions, groups=groups, key_shares=key_shares,
                       ciphers=ciphers, ciphersuites=ciphersuites, sigalgs=sigalgs, alpn=alpn,
                       server_name=server_name, send_sni=send_sni, grease=grease)
     request = ProbeRequest.build(target, hello, timeout=timeout, total_timeout=total_timeout,
                                  verify=verify, cafile=cafile,
                                  first_flight_only=first_flight_only, http_get=http_get,
-                                 starttls=starttls)
+                                 starttls=starttls, xmpp_host=xmpp_host)
     options = request.options()
     if quic:   # probes/quic.py: the QUIC form of the hello, as `tlsprobe HOST --quic`
         from tlsprobe.engine.config import TLS13
@@ -148,14 +150,16 @@ _R = TypeVar("_R")
 def _off_the_loop(call: Callable[[], _R]) -> _R:
     """`call()` (which runs its own event loop), here; or, when this thread already runs
     one (a Jupyter notebook, an async application), in a worker thread, since asyncio
-    loops do not nest: `scan` and `simulate_clients` work in both (the caller waits)."""
+    loops do not nest: `scan` and `simulate_clients` work in both (the caller waits), in
+    the caller's context (the API's spelling of inputs: errors.spelt)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return call()
+    import contextvars
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1, thread_name_prefix="tlsprobe") as pool:
-        return pool.submit(call).result()
+        return pool.submit(contextvars.copy_context().run, call).result()
 
 
 def _in_thread(func: Callable[_P, _R], name: str, doc: str) -> Callable[_P, Awaitable[_R]]:
@@ -180,8 +184,8 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
                 delay: float = 0.0, retries: int = 2, timeout: float = 5.0,
                 on_report: Callable[[AuditReport], None] | None = None,
                 starttls: str | None = None, clients: bool = False,
-                profiles: Sequence[str] | None = None,
-                profiles_dir: str | None = None) -> list[AuditReport]:
+                profiles: Sequence[str] | None = None, profiles_dir: str | None = None,
+                xmpp_host: str | None = None) -> list[AuditReport]:
     """`scan` for asyncio code: audits on the running event loop."""
     from tlsprobe.probes.audit.run import audit_many
     from tlsprobe.requests.scan import ConnectionSettings, ScanRequest
@@ -191,7 +195,8 @@ async def ascan(targets: str | Sequence[str], *, checks: Sequence[str] | None = 
                                 extra_groups=extra_groups, server_name=server_name,
                                 send_sni=send_sni, verify=verify, cafile=cafile,
                                 settings=settings, starttls=starttls, clients=clients,
-                                profiles=profiles, profiles_dir=profiles_dir)
+                                profiles=profiles, profiles_dir=profiles_dir,
+                                xmpp_host=xmpp_host)
     return await audit_many(request.good_targets, request.options,
                             settings.scheduler(connector=request.connector()),
                             concurrency=settings.concurrency, on_report=on_report)
@@ -205,8 +210,8 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
          delay: float = 0.0, retries: int = 2, timeout: float = 5.0,
          on_report: Callable[[AuditReport], None] | None = None,
          starttls: str | None = None, clients: bool = False,
-         profiles: Sequence[str] | None = None,
-         profiles_dir: str | None = None) -> list[AuditReport]:
+         profiles: Sequence[str] | None = None, profiles_dir: str | None = None,
+         xmpp_host: str | None = None) -> list[AuditReport]:
     """Audit servers as `tlsprobe scan` does; one `AuditReport` per distinct target, in order
     (one host in two spellings, `[::1]` and `[0:0::1]`, is one target).
 
@@ -216,8 +221,8 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
     only; one name may be given as a str). The connection arguments are `scan`'s options
     of the same name; `on_report` is called with each report as soon as its target is
     done. `starttls` ("smtp", "imap", ..., or "auto": by the port) holds that plain-text
-    preamble before TLS on every connection, as `--starttls` does; the report's
-    `starttls` says what the server answered. `clients=True` (or `profiles`, ids or parts
+    preamble before TLS on every connection, as `--starttls` does (`xmpp_host`: the XMPP
+    `to=` domain, as `--xmpp-host`); the report's `starttls` says what the server answered. `clients=True` (or `profiles`, ids or parts
     of them, as `--profiles`, or `profiles_dir`, a folder of profiles instead of the
     packaged ones) simulates the client profiles after the checks as
     `scan --clients` does: the report's `clients` (`ClientSimulation`s).
@@ -230,7 +235,7 @@ def scan(targets: str | Sequence[str], *, checks: Sequence[str] | None = None,
         server_name=server_name, send_sni=send_sni, verify=verify, cafile=cafile,
         per_host=per_host, concurrency=concurrency, delay=delay, retries=retries,
         timeout=timeout, on_report=on_report, starttls=starttls, clients=clients,
-        profiles=profiles, profiles_dir=profiles_dir)))
+        profiles=profiles, profiles_dir=profiles_dir, xmpp_host=xmpp_host)))
 
 
 @checked
@@ -239,21 +244,24 @@ def simulate_clients(targets: str | Sequence[str], *, profiles: Sequence[str] | 
                      send_sni: bool = True, verify: bool = True, cafile: str | None = None,
                      per_host: int = 3, concurrency: int = 4, delay: float = 0.0,
                      retries: int = 2, timeout: float = 5.0,
-                     starttls: str | None = None) -> list[ClientsReport]:
+                     starttls: str | None = None,
+                     xmpp_host: str | None = None) -> list[ClientsReport]:
     """Simulate real clients as `tlsprobe clients` does: each client profile's ClientHello
     (the packaged ones, or those of `profiles_dir`; `profiles`: ids or parts of them) sent to
     each target with what must be fresh made fresh; one `ClientsReport` per target with a
     `ClientSimulation` per profile (version, suite, group, HRR, ALPN, signature scheme,
     trust, or why it failed). Without the audit, a refusal's reason is "refused"; `scan(...,
     clients=True)` names it. A target that cannot be reached does not raise: its report has
-    `error` and `error_kind`. Raises `UsageError` for a bad argument."""
+    `error` and `error_kind`. `starttls` and `xmpp_host` are `scan`'s. Raises `UsageError`
+    for a bad argument."""
     from tlsprobe.requests.clients import ClientsRequest
     from tlsprobe.requests.scan import ConnectionSettings
     settings = ConnectionSettings.build(per_host=per_host, concurrency=concurrency,
                                         delay=delay, retries=retries, timeout=timeout)
     request = ClientsRequest.build(targets, profiles=profiles, profiles_dir=profiles_dir,
                                    server_name=server_name, send_sni=send_sni, verify=verify,
-                                   cafile=cafile, settings=settings, starttls=starttls)
+                                   cafile=cafile, settings=settings, starttls=starttls,
+                                   xmpp_host=xmpp_host)
     return _off_the_loop(request.run)
 
 

@@ -15,10 +15,10 @@ import inspect
 import os
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar, Union
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import OPTIONS_SPELLING, UsageError
 
 __all__ = ["checked"]
 
@@ -98,27 +98,53 @@ def _empty_name(value: object) -> bool:
 
 
 def checked(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """`func` with its arguments checked against its annotations first (UsageError)."""
+    """`func` with its arguments checked against its annotations first (UsageError), run
+    with the API's spelling of inputs (errors.spelt: a hint names `xmpp_host`, not
+    `--xmpp-host`); a coroutine function's coroutine sets it where it runs."""
     signature = inspect.signature(func)
     hints: dict[str, object] = {}
+    is_coroutine = inspect.iscoroutinefunction(func)
 
     @functools.wraps(func)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if not hints:
-            hints.update(typing.get_type_hints(func))
+        _check(func, signature, hints, args, kwargs)
+        token = OPTIONS_SPELLING.set(False)
         try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise UsageError(f"{func.__name__}(): {exc}") from None
-        for name, value in bound.arguments.items():
-            hint = hints.get(name)
-            if hint is not None and not _accepts(value, hint):
-                shown = repr(value)
-                shown = shown if len(shown) <= 40 else shown[:37] + "..."
-                raise UsageError(f"{func.__name__}(): {name} must be {_describe(hint)}, "
-                                 f"not {type(value).__name__} {shown}")
-            if name in PATHS and _empty_name(value):
-                raise UsageError(f"{func.__name__}(): {name}: an empty name: give the "
-                                 "file's or folder's name")
-        return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+        finally:
+            OPTIONS_SPELLING.reset(token)
+        if is_coroutine:
+            return typing.cast(_R, _api_spelt(typing.cast(Awaitable[object], result)))
+        return result
     return call
+
+
+async def _api_spelt(coroutine: Awaitable[object]) -> object:
+    """`coroutine`'s result, awaited with the API's spelling in its task's context."""
+    token = OPTIONS_SPELLING.set(False)
+    try:
+        return await coroutine
+    finally:
+        OPTIONS_SPELLING.reset(token)
+
+
+def _check(func: Callable[..., object], signature: inspect.Signature,
+           hints: dict[str, object], args: tuple[object, ...], kwargs: dict[str, object]
+           ) -> None:
+    """A UsageError for the first argument of `func` that does not fit its annotation."""
+    if not hints:
+        hints.update(typing.get_type_hints(func))
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise UsageError(f"{func.__name__}(): {exc}") from None
+    for name, value in bound.arguments.items():
+        hint = hints.get(name)
+        if hint is not None and not _accepts(value, hint):
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise UsageError(f"{func.__name__}(): {name} must be {_describe(hint)}, "
+                             f"not {type(value).__name__} {shown}")
+        if name in PATHS and _empty_name(value):
+            raise UsageError(f"{func.__name__}(): {name}: an empty name: give the "
+                             "file's or folder's name")

@@ -25,6 +25,7 @@ Exit codes (documented in the README):
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextvars import ContextVar
 from enum import StrEnum
 from typing import Literal
 
@@ -134,3 +135,37 @@ def did_you_mean(word: str, known: Iterable[str], n: int = 3) -> str:
     choices = {k.lower(): k for k in known}
     close = difflib.get_close_matches(word.lower(), list(choices), n=n, cutoff=0.6)
     return f" (did you mean {', '.join(choices[c] for c in close)}?)" if close else ""
+
+
+#: how the running call's caller spells its inputs: the command line's options (True) or
+#: the Python API's parameters (False; apiargs.checked sets it for each API call), so that a
+#: hint made deep in net/ ("try --starttls imap") names the input as its caller writes it;
+#: requests/names.Names does so for the checks that know their caller
+OPTIONS_SPELLING: ContextVar[bool] = ContextVar("tlsprobe_options_spelling", default=True)
+
+
+def spelt(option: str, parameter: str) -> str:
+    """`option` ("--starttls imap") to a command line user, `parameter` ("starttls='imap'")
+    to a caller of the Python API."""
+    return option if OPTIONS_SPELLING.get() else parameter
+
+
+def os_error_text(exc: BaseException) -> str:
+    """An operating system error in tlsprobe's words: the system's reason in lower case
+    ("not a directory", "permission denied", "no space left on device"), without Python's
+    capitals, "[Errno 20]" and the file name repeated (the message names the file). The
+    one wording of file errors; net/tcp.describe_os_error words sockets' with it."""
+    import errno
+    import os
+    import re
+    number = exc.errno if isinstance(exc, OSError) else None
+    if number is not None and number in errno.errorcode:   # pyarrow's OSErrors too
+        return os.strerror(number).lower()
+    strerror = getattr(exc, "strerror", None)
+    if isinstance(exc, OSError) and isinstance(strerror, str) and strerror:
+        return strerror.lower()
+    text = " ".join(str(exc).split())
+    said = re.search(r"\[errno (\d+)\]", text, re.IGNORECASE)   # pyarrow's "Detail: ..."
+    if said:
+        return os.strerror(int(said.group(1))).lower()
+    return text or type(exc).__name__

@@ -157,14 +157,14 @@ def test_bad_ring_options_say_what_is_wrong(tmp_path: Path, size: float | None,
 
 def test_a_file_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     where = tmp_path / "missing" / "x.pcapng"
-    with pytest.raises(CaptureError, match=r"^-w .*x\.pcapng: No such file or directory$"):
+    with pytest.raises(CaptureError, match=r"^-w .*x\.pcapng: no such file or directory$"):
         RingWriter(RingSpec.parse(str(where), None, None), [InterfaceInfo("lo", 1)])
     full = Path("/dev/full")
     if not full.exists():
         pytest.fail("/dev/full is needed to test a full disk")
     w = RingWriter(RingSpec(str(full)), [InterfaceInfo("lo", 1)])
     ts, data, orig = _packets()[0]
-    with pytest.raises(CaptureError, match=r"^-w /dev/full: No space left on device$"):
+    with pytest.raises(CaptureError, match=r"^-w /dev/full: no space left on device$"):
         for i in range(1000):   # the buffer fills, or the first flush fails
             w.write(0, ts + i, data, orig)
         w.close()

@@ -122,7 +122,7 @@ def test_an_output_file_that_fails_while_written_is_its_usage_error(
     code = cli.main(["pcap", str(REPO / "captures" / "tls13_hrr.pcap"), "--csv", str(out),
                      "--no-progress"])
     assert (code, err.getvalue()) == (
-        EXIT_USAGE, f"tlsprobe: error: --csv {out}: No space left on device\n")
+        EXIT_USAGE, f"tlsprobe: error: --csv {out}: no space left on device\n")
 
 
 def _limited(gigabytes: int) -> Callable[[], None]:

@@ -176,6 +176,42 @@ def test_list_profiles(run_cli) -> None:
     assert code == 2 and "--list" in err
 
 
+@pytest.mark.parametrize("words, said", [
+    (("clients", "--list", "127.0.0.1:{port}"),
+     "--list takes no target ('127.0.0.1:{port}'): it lists the profiles and contacts no "
+     "server; drop the target, or drop --list to run against it"),
+    (("clients", "--list", "--csv", "out.csv"), "--list takes no --csv: "),
+    (("clients", "--list", "--json-out", "out.json"), "--list takes no --json-out: "),
+    (("clients", "--list", "--starttls", "smtp"), "--list takes no --starttls: "),
+    (("clients", "--list", "--no-verify"), "--list takes no --no-verify: "),
+    (("scan", "--list-policies", "127.0.0.1:{port}"),
+     "--list-policies takes no target ('127.0.0.1:{port}'): it lists the built-in policies "
+     "and contacts no server"),
+    (("scan", "--list-policies", "--sarif", "out.sarif"), "--list-policies takes no --sarif: "),
+], ids=["clients-target", "clients-csv", "clients-json-out", "clients-starttls",
+        "clients-no-verify", "scan-target", "scan-sarif"])
+def test_a_listing_with_a_target_or_output_is_a_usage_error(run_cli, tmp_path: Path,
+                                                            words: tuple[str, ...],
+                                                            said: str) -> None:
+    """`clients --list HOST` listed the profiles and exit 0, the target not contacted and
+    not said (so did `scan --list-policies HOST`); an output file beside a listing was
+    never written. Now a one-line usage error naming what does not apply; no connection
+    is made (a listening server on loopback sees none) and no file is written."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    try:
+        code, out, err = run_cli(*(w.format(port=port) for w in words))
+        with pytest.raises(TimeoutError):
+            listener.accept()[0].close()
+    finally:
+        listener.close()
+    assert (code, out) == (2, ""), err
+    assert err.startswith("tlsprobe: error: " + said.format(port=port)), err
+    assert len(err.strip().splitlines()) == 1
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("out.")]
+
+
 @pytest.mark.parametrize("http, code, kind, words", [
     (True, 4, "not_tls", "not a TLS server: it sent an HTTP response"),
     (False, 3, "network", "timed out"),
@@ -267,6 +303,43 @@ def test_a_profiles_dir_file_that_is_no_profile_is_named(run_cli, tmp_path: Path
     assert err.startswith(f"tlsprobe: error: cannot read the client profiles in {folder}: "
                           f"{message}"), err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [("clients", "--list"), ("clients", "127.0.0.1:1"),
+                                     ("scan", "127.0.0.1:1", "--clients")],
+                         ids=["list", "clients", "scan"])
+def test_two_files_of_one_profile_id_are_a_usage_error(run_cli, tmp_path: Path,
+                                                       command: tuple[str, ...]) -> None:
+    """Two --profiles-dir files of one id gave two rows of that id (and --profiles ID chose
+    both): a usage error naming both files, before any connection."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    text = (DATA / "test-curl.json").read_bytes()
+    (folder / "curl.json").write_bytes(text)
+    (folder / "curl-copy.json").write_bytes(text)
+    (folder / "other.json").write_bytes((DATA / "test-chromium.json").read_bytes())
+    code, out, err = run_cli(*command, "--profiles-dir", folder)
+    assert (code, out) == (2, ""), err
+    assert err.strip() == (f"tlsprobe: error: cannot read the client profiles in {folder}: "
+                           "curl-copy.json and curl.json are both profile 'test-curl': keep "
+                           "one (an id names one profile)"), err
+
+
+def test_a_profile_file_over_a_mebibyte_is_refused_unread(run_cli, tmp_path: Path) -> None:
+    """Profile files had no size bound: a 1 MiB + 1 byte one (a real profile padded with
+    spaces) was read whole and used; now a one-line usage error naming the file."""
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    text = (DATA / "test-curl.json").read_bytes()
+    (folder / "big.json").write_bytes(text + b" " * ((1 << 20) + 1 - len(text)))
+    code, out, err = run_cli("clients", "--list", "--profiles-dir", folder)
+    assert (code, out) == (2, ""), err
+    assert err.strip() == (f"tlsprobe: error: cannot read the client profiles in {folder}: "
+                           "big.json: not a client profile (larger than 1 MiB; a recorded "
+                           "hello is a few KiB)"), err
+    (folder / "big.json").write_bytes(text + b" " * ((1 << 20) - len(text)))   # 1 MiB: read
+    code, out, err = run_cli("clients", "--list", "--profiles-dir", folder)
+    assert code == 0 and out.split()[0] == "test-curl", err
 
 
 def test_html_escapes_a_profile_s_control_characters(tls_server, run_cli, tmp_path: Path) -> None:

@@ -185,7 +185,7 @@ def test_capture_that_cannot_start_is_one_line_and_exit_2(bad: str, tmp_path: Pa
     expected = {"no_such_interface": "no such interface: nosuch9 (interfaces: lo",
                 "invalid_filter": "invalid capture filter 'tcp port': ",
                 "no_permission": "CAP_NET_RAW and CAP_NET_ADMIN",
-                "unwritable_file": f"tlsprobe: -w {tmp_path}/missing/w.pcapng: No such file "
+                "unwritable_file": f"tlsprobe: -w {tmp_path}/missing/w.pcapng: no such file "
                                    "or directory",
                 "any_and_lo": "-i/--interface any already captures every interface: give "
                               "it alone, or the interfaces without it",

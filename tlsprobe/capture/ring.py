@@ -38,6 +38,7 @@ from typing import BinaryIO, NoReturn, Self
 
 from tlsprobe._version import __version__
 from tlsprobe.capture.events import CaptureError
+from tlsprobe.errors import os_error_text
 
 __all__ = ["FLUSH_EVERY", "MAX_RING_FILES", "InterfaceInfo", "RingSpec", "RingWriter",
            "ring_name"]
@@ -272,7 +273,7 @@ class RingWriter:
             self._out.write(self._header)
         except OSError as exc:
             self._out = None
-            raise CaptureError(f"-w {path}: {exc.strerror or exc}") from None
+            raise CaptureError(f"-w {path}: {os_error_text(exc)}") from None
         self.files.append(path)
         self._size = len(self._header)
         self._whole = 0
@@ -286,7 +287,7 @@ class RingWriter:
                 pass
             except OSError as exc:
                 raise CaptureError(f"-w: cannot delete the ring's old file {old}: "
-                                   f"{exc.strerror or exc}") from None
+                                   f"{os_error_text(exc)}") from None
 
     def _rotate(self) -> None:
         self._close_current()
@@ -337,7 +338,7 @@ class RingWriter:
             except OSError:
                 pass
             _cut_to_whole_blocks(path, self._whole)
-        raise CaptureError(f"-w {path}: {exc.strerror or exc}") from None
+        raise CaptureError(f"-w {path}: {os_error_text(exc)}") from None
 
 
 def _cut_to_whole_blocks(path: str, start: int) -> None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol, Union, runtime_checkable
 
 from tlsprobe.capture.events import CaptureError
+from tlsprobe.errors import os_error_text
 
 #: bytes read from the underlying stream at a time. Each read is a new bytes object: at
 #: 1 MiB the allocator maps fresh pages for every one (41,000 page faults on a 350 MB
@@ -251,7 +252,7 @@ def open_source(source: CaptureSource, head_size: int = 4) -> OpenedSource:
             try:
                 owned = open(name, "rb")  # noqa: SIM115 - closed by OpenedSource.close
             except OSError as exc:
-                raise CaptureError(f"cannot open {name}: {exc.strerror or exc}") from None
+                raise CaptureError(f"cannot open {name}: {os_error_text(exc)}") from None
             raw = owned
     else:
         if isinstance(source, io.TextIOBase):
@@ -273,7 +274,7 @@ def open_source(source: CaptureSource, head_size: int = 4) -> OpenedSource:
     except OSError as exc:
         if owned is not None:
             owned.close()
-        raise CaptureError(f"cannot read {name}: {exc.strerror or exc}") from None
+        raise CaptureError(f"cannot read {name}: {os_error_text(exc)}") from None
     problem = _unreadable(first, head, head_size, getattr(stream, "error", None))
     if problem is not None:
         if owned is not None:

@@ -26,6 +26,7 @@ import time
 
 from tlsprobe.capture.events import CaptureError
 from tlsprobe.capture.source import read_fully
+from tlsprobe.errors import os_error_text
 
 __all__ = ["POLL", "FdStream", "FollowedFile", "open_stdin", "streaming_source"]
 
@@ -150,7 +151,7 @@ class FollowedFile(FdStream):
         try:
             size = os.fstat(self.fd).st_size
         except OSError as exc:
-            return f"cannot follow: {exc.strerror or exc}"
+            return f"cannot follow: {os_error_text(exc)}"
         if size < self.position:
             return (f"the file shrank from {self.position} to {size} bytes while followed "
                     "(truncated or rewritten): reading stopped there")

@@ -54,14 +54,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     from tlsprobe.requests.clients import ClientsRequest
+    if args.list:   # before any file is checked: none is written
+        from tlsprobe.commands.common import listing_alone
+        listing_alone(args, "--list", "the profiles", ("sni", "no_sni", "cafile",
+                                                       "no_verify", "starttls", "xmpp_host"))
+        return _list(args, out)
     for option, path in (("--html", args.html), ("--csv", args.csv)):
         if path:
             from tlsprobe.report.csv_out import check_writable
             check_writable(path, option)
     from tlsprobe.commands.common import check_json_out, write_json_out
     check_json_out(args)
-    if args.list:
-        return _list(args, out)
     request = ClientsRequest.from_args(args)
     reports = request.run()
     from tlsprobe.report.clients import render_clients

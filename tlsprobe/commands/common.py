@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
-from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError
+from tlsprobe.errors import EXIT_USAGE, TlsprobeError, UsageError, os_error_text
 
 #: the longest timeout accepted, in seconds (one day): larger values overflow socket timeouts
 MAX_SECONDS = 86400.0
@@ -247,7 +247,7 @@ def written_to(option: str, path: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{option} {path}: {os_error_text(exc)}") from None
 
 
 def add_json_out_argument(g: argparse._ArgumentGroup | argparse.ArgumentParser,
@@ -264,6 +264,23 @@ OUTPUT_FILES = ("json_out", "html", "csv", "sarif", "junit", "msg", "pcap_out", 
                 "plot", "jsonl", "parquet")
 #: those of OUTPUT_FILES that `pcap` reads (its --keylog; the probe's appends to it)
 READ_FILES = ("keylog",)
+
+
+def listing_alone(args: argparse.Namespace, listing: str, what: str,
+                  dests: Sequence[str] = ()) -> None:
+    """`listing` (`clients --list`, `scan --list-policies`) lists `what` and contacts no
+    server: a target, a targets file, an output file or one of `dests` beside it went
+    unused in silence; a usage error (exit 2) naming it."""
+    if getattr(args, "targets", None):
+        from tlsprobe.escaping import quoted_text
+        raise UsageError(f"{listing} takes no target ({quoted_text(args.targets[0])}): it "
+                         f"lists {what} and contacts no server; drop the target, or drop "
+                         f"{listing} to run against it")
+    for dest in ("targets_file", *OUTPUT_FILES, *dests):
+        if getattr(args, dest, None) not in (None, False):
+            option = "--" + dest.replace("_", "-")
+            raise UsageError(f"{listing} takes no {option}: it lists {what} (on stdout) and "
+                             f"contacts no server; drop {option}")
 
 
 def check_json_out(args: argparse.Namespace) -> None:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def open_live(args: argparse.Namespace, options: AnalyzerOptions, ring: RingSpec
         capture.close()
         if isinstance(exc, CaptureError):
             return str(exc)  # names the file already
-        return f"-w {ring.path}: {exc.strerror or exc}"
+        return f"-w {ring.path}: {os_error_text(exc)}"
     capture.attach(writer)
     return capture, analysis, writer
 

@@ -17,7 +17,7 @@ from tlsprobe.commands.common import (
     add_trust_arguments,
     seconds,
 )
-from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for
+from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for, os_error_text
 
 if TYPE_CHECKING:
     from tlsprobe.commands.probe_quic import QuicProbe
@@ -188,19 +188,19 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | N
             with KeyLogWriter(args.keylog) as writer:
                 writer.write_lines(run_.keylog_lines)
         except OSError as exc:
-            raise UsageError(f"--keylog {args.keylog}: {exc.strerror or exc}") from None
+            raise UsageError(f"--keylog {args.keylog}: {os_error_text(exc)}") from None
     if args.pcap_out and quic is not None:   # the UDP datagrams (commands/probe_quic.py)
         try:
             quic.write_pcap(args.pcap_out)
         except OSError as exc:
-            raise UsageError(f"--pcap-out {args.pcap_out}: {exc.strerror or exc}") from None
+            raise UsageError(f"--pcap-out {args.pcap_out}: {os_error_text(exc)}") from None
     elif args.pcap_out and run_.client_address and run_.server_address:
         from tlsprobe.capture.writer import write_connection_pcap
         try:
             write_connection_pcap(args.pcap_out, run_.client_address, run_.server_address,
                                   run_.segments, start=run_.started, end=run_.ended)
         except OSError as exc:
-            raise UsageError(f"--pcap-out {args.pcap_out}: {exc.strerror or exc}") from None
+            raise UsageError(f"--pcap-out {args.pcap_out}: {os_error_text(exc)}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -304,6 +304,8 @@ def _list_policies(out: TextIO, as_json: bool = False, given: list[str] | None =
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     if args.list_policies:
+        from tlsprobe.commands.common import listing_alone
+        listing_alone(args, "--list-policies", "the built-in policies")
         return _list_policies(out, args.json, args.policy)
     from tlsprobe.commands.lazy_methods import deferred
     with deferred():    # also for the types imported after start-up (the checks' details)

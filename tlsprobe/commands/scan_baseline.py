@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TextIO
 
-from tlsprobe.errors import EXIT_FINDINGS, UsageError
+from tlsprobe.errors import EXIT_FINDINGS, UsageError, os_error_text
 from tlsprobe.model.units import host_port
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ def load_baseline(args: argparse.Namespace, targets: list[Target]) -> Baseline |
         raise UsageError(f"--baseline {path}: not UTF-8 text (expected the output of "
                          "tlsprobe scan --json)") from None
     except OSError as exc:
-        raise UsageError(f"--baseline {path}: cannot read it ({exc.strerror or exc})"
+        raise UsageError(f"--baseline {path}: cannot read it ({os_error_text(exc)})"
                          ) from None
     docs = {target_key(d): d for d in _documents(text, path)}
     wanted = {(t.host.lower(), t.port) for t in targets}

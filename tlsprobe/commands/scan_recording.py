@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Protocol, TextIO
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 
 if TYPE_CHECKING:
     from tlsprobe.capture.pcapng_writer import PcapngWriter
@@ -130,7 +130,7 @@ class RecordingFiles:
                 self.files[option] = _FILES[option](path)
             except OSError as exc:
                 self.close()
-                raise UsageError(f"{option} {path}: {exc.strerror or exc}") from None
+                raise UsageError(f"{option} {path}: {os_error_text(exc)}") from None
 
     def write(self, tape: Tape) -> None:
         for option, handle in list(self.files.items()):
@@ -154,7 +154,7 @@ class RecordingFiles:
 
     def _failed(self, option: str, exc: OSError) -> None:
         if self.error is None:
-            self.error = f"{option} {self.paths[option]}: {exc.strerror or exc}"
+            self.error = f"{option} {self.paths[option]}: {os_error_text(exc)}"
 
 
 def recording_for(args: argparse.Namespace) -> Recording | None:

@@ -21,7 +21,7 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, TextIO
 
-from tlsprobe.errors import EXIT_OK, UsageError
+from tlsprobe.errors import EXIT_OK, UsageError, os_error_text
 
 if TYPE_CHECKING:
     from tlsprobe.model.changes import TargetChanges
@@ -71,7 +71,7 @@ def _open(path: str, tmp: str, option: str) -> TextIO:
     try:
         return open(tmp or path, "w", encoding="utf-8")    # closed by run()
     except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write it ({exc.strerror or exc})"
+        raise UsageError(f"{option} {path}: cannot write it ({os_error_text(exc)})"
                          ) from None
 
 
@@ -145,5 +145,5 @@ def _write_parquet(pa: ModuleType, pq: ModuleType, rows: list[dict[str, object]]
     try:
         pq.write_table(table, path)
     except OSError as exc:
-        raise UsageError(f"--parquet {path}: cannot write it ({exc.strerror or exc})"
+        raise UsageError(f"--parquet {path}: cannot write it ({os_error_text(exc)})"
                          ) from None

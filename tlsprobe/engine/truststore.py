@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from cryptography import x509
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import has_certificate_shape
 
@@ -119,7 +119,7 @@ def check_cafile(path: str, *, contents: bool = True, name: str = "--cafile") ->
     try:
         load_trust_store(path)
     except OSError as exc:
-        raise UsageError(f"{name} {path}: {exc.strerror or exc}") from None
+        raise UsageError(f"{name} {path}: {os_error_text(exc)}") from None
     except TrustStoreTooLarge as exc:
         raise UsageError(f"{name} {path}: {exc}") from None
     except ValueError:

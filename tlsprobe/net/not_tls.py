@@ -77,8 +77,11 @@ def starttls_hint(data: bytes) -> str:
         proto = "xmpp-server" if b"jabber:server" in data else \
             "xmpp" if b"jabber:client" in data else "xmpp (or xmpp-server)"
     named = "" if guess == "an SMTP or FTP banner" else f"{guess}: "   # said before it
-    return f" ({named}a server that upgrades to TLS on request? try --starttls {proto})" \
-        if proto else ""
+    if not proto:
+        return ""
+    from tlsprobe.net.starttls_base import try_starttls
+    return f" ({named}a server that upgrades to TLS on request? " \
+           f"{try_starttls(proto)})"
 
 
 __all__ = ["SNIPPET", "is_not_tls", "not_tls_message", "starttls_hint"]

@@ -27,6 +27,7 @@ from tlsprobe.errors import (
     TlsprobeError,
     UsageError,
     exit_code_for,
+    spelt,
 )
 from tlsprobe.net.starttls_base import (
     LINE_GUESSES,
@@ -174,8 +175,8 @@ class StartTls:
         if self._received or any(line.sender == "client" for line in self._lines):
             return ""
         return ("; the server sent nothing: it may wait for the client to speak first, as a "
-                "port of implicit TLS does (then run without --starttls) or a protocol whose "
-                "client begins (xmpp, ldap, postgres)")
+                f"port of implicit TLS does (then run without {spelt('--starttls', 'starttls')})"
+                " or a protocol whose client begins (xmpp, ldap, postgres)")
 
     def start(self) -> Step:
         """The first step: bytes when the client speaks first (XMPP, LDAP, PostgreSQL, IRC)."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tlsprobe.errors import FailureKind
+from tlsprobe.errors import FailureKind, spelt
 from tlsprobe.escaping import escaped_bytes, quoted_bytes
 
 
@@ -153,7 +153,7 @@ def what_is(data: bytes | bytearray) -> str:
     """A guess at the protocol behind the first bytes a server sent, for "not speaking X"."""
     head = bytes(data[:16])
     if head[:1] in (b"\x15", b"\x16") and head[1:2] == b"\x03":
-        return "a TLS record (an implicit-TLS port? try without --starttls)"
+        return TLS_RECORD
     if _TLS_LIBRARY_ERROR.search(bytes(data[:200])):   # e.g. vsftpd's "500 OOPS: ..."
         return TLS_ERROR
     # a MySQL/MariaDB packet of sequence 0: the initial handshake (protocol 10) or an error
@@ -186,13 +186,25 @@ def what_is(data: bytes | bytearray) -> str:
 
 SOMETHING_ELSE = "something else"
 A_REPLY = "an SMTP or FTP reply"
-TLS_ERROR = "an error of a TLS library (an implicit-TLS port? try without --starttls)"
+TLS_RECORD = "a TLS record"
+TLS_ERROR = "an error of a TLS library"
 #: guesses worth their whole line before a message quotes it (a reply may go on to quote a
 #: TLS library's error)
 LINE_GUESSES = (A_REPLY, TLS_ERROR)
 
 
 def not_speaking(proto: str, data: bytes | bytearray) -> PreambleFailure:
-    """The failure for a server whose first bytes are not `proto`."""
+    """The failure for a server whose first bytes are not `proto` (TLS: what to do)."""
+    guess = what_is(data)
+    if guess in (TLS_RECORD, TLS_ERROR):
+        guess += f" (an implicit-TLS port? try without {spelt('--starttls', 'starttls')})"
     return PreambleFailure(Problem.WRONG_PROTOCOL,
-                           f"not speaking {proto}: it sent {what_is(data)} ({quote(data)})")
+                           f"not speaking {proto}: it sent {guess} ({quote(data)})")
+
+
+def try_starttls(protocol: str) -> str:
+    """'try --starttls smtp' as the caller names the input ("try starttls='smtp'" to the
+    Python API); `protocol` may be "smtp or lmtp", "smtp (or ftp)"."""
+    names = [p for p in re.findall(r"[\w-]+", protocol) if p != "or"]
+    return "try " + spelt(f"--starttls {protocol}",
+                          " or ".join(f"starttls={p!r}" for p in names))

@@ -33,6 +33,7 @@ from tlsprobe.net.starttls_base import (
     busy,
     not_speaking,
     quote,
+    try_starttls,
 )
 
 _CODE = re.compile(rb"\d{3}[ -]")
@@ -128,15 +129,15 @@ def _hello_unknown(proto: str, hello: str, code: bytes, line: bytes
         other = "lmtp" if proto == "smtp" else "smtp"
         return PreambleFailure(Problem.WRONG_PROTOCOL, f"not speaking {proto}: the server "
                                f"does not know {hello} ({quote(line)}): an {other.upper()} "
-                               f"server? try --starttls {other}")
+                               f"server? {try_starttls(other)}")
     if code in (b"500", b"502"):
         return PreambleFailure(Problem.NOT_OFFERED, f"{proto}: the server does not know "
                                f"{hello} ({quote(line)}), so it offers no STARTTLS: an FTP "
-                               "server? try --starttls ftp")
+                               f"server? {try_starttls('ftp')}")
     if code == b"530" and not enhanced:
         return PreambleFailure(Problem.WRONG_PROTOCOL, f"not speaking {proto}: the server "
                                f"wants a login before {hello} ({quote(line)}): an FTP server? "
-                               "try --starttls ftp")
+                               + try_starttls("ftp"))
     return None
 
 
@@ -286,7 +287,7 @@ def ftp(ctx: Context) -> Dialogue:
     evidence = _smtp_evidence(greeting, replies + lines) if code != b"234" else None
     if evidence is not None:
         raise PreambleFailure(Problem.WRONG_PROTOCOL, f"not speaking ftp: it sent SMTP or "
-                              f"LMTP replies ({quote(evidence)}): try --starttls smtp or lmtp")
+                              f"LMTP replies ({quote(evidence)}): {try_starttls('smtp or lmtp')}")
     if code[:1] == b"4":
         raise busy("ftp", "AUTH TLS", _said(lines))
     if code != b"234":

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 
+from tlsprobe.errors import spelt
 from tlsprobe.net.starttls_base import (
     Context,
     Dialogue,
@@ -83,7 +84,7 @@ def _next(proto: str, waiting: str, text: bool = False
 
 
 #: what to do about a stream error that names our side (RFC 6120 4.9.3): the `to=` domain
-_DOMAIN_HINT = "the server does not serve that domain: name one it serves with --xmpp-host"
+_DOMAIN_HINT = "the server does not serve that domain: name one it serves with {}"
 STREAM_ERROR_HINTS = {
     "host-unknown": _DOMAIN_HINT, "host-gone": _DOMAIN_HINT,
     "improper-addressing": _DOMAIN_HINT,
@@ -117,6 +118,7 @@ def _stream_error(proto: str, opening: Tag) -> Generator[Request, bytes, Preambl
     if "text" in said:
         shown.append(quote(said["text"], TEXT_SHOWN))
     hint = next((STREAM_ERROR_HINTS[c] for c in conditions if c in STREAM_ERROR_HINTS), "")
+    hint = hint.format(spelt("--xmpp-host", "xmpp_host"))   # as the caller names it
     return PreambleFailure(Problem.BUSY if temporary else Problem.REFUSED,
                            f"{proto}: stream error {named}"
                            f"{' (temporary)' if temporary else ''}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.escaping import quoted_bytes
 from tlsprobe.net.tcp import Target, parse_target
 
@@ -42,7 +42,7 @@ def read_target_file(spec: str) -> list[Target | BadLine]:
             with open(spec, "rb") as fh:
                 data = fh.read(MAX_TARGET_FILE_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"cannot read {spec}: {exc.strerror}") from None
+        raise UsageError(f"cannot read {spec}: {os_error_text(exc)}") from None
     name = "<stdin>" if spec == "-" else spec
     if len(data) > MAX_TARGET_FILE_BYTES:
         raise UsageError(f"{name}: larger than {MAX_TARGET_FILE_BYTES >> 20} MiB: not a list "

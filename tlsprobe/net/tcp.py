@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 from typing import Self, TypeGuard
 
-from tlsprobe.errors import NetworkCause, NetworkError
+from tlsprobe.errors import NetworkCause, NetworkError, os_error_text
 from tlsprobe.model.units import seconds_text
 from tlsprobe.net.target import Target, host_name_problem, parse_target
 from tlsprobe.net.transport import Transport
@@ -35,9 +35,7 @@ def describe_os_error(exc: BaseException) -> str:
         return "connection reset by peer"
     if isinstance(exc, OSError) and exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
         return "network unreachable"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower()
-    return str(exc) or exc.__class__.__name__
+    return os_error_text(exc)
 
 
 def cause_of(exc: BaseException) -> NetworkCause:

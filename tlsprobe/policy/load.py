@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.data import read_text
-from tlsprobe.errors import did_you_mean
+from tlsprobe.errors import did_you_mean, os_error_text
 from tlsprobe.escaping import quoted_value
 from tlsprobe.model.audit import SEVERITIES
 from tlsprobe.model.severity import Severity
@@ -147,7 +147,7 @@ def _read_file(path: Path) -> PolicyData:
         with path.open("rb") as fh:
             raw = fh.read(MAX_POLICY_BYTES + 1)
     except OSError as exc:
-        raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+        raise PolicyError(f"cannot read policy file {path}: {os_error_text(exc)}") from None
     if len(raw) > MAX_POLICY_BYTES:
         raise PolicyError(f"policy file {path}: larger than {MAX_POLICY_BYTES >> 20} MiB: "
                           "not a policy (docs/POLICY.md)")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 from tlsprobe.requests.names import API, CLI, Names
 
@@ -56,7 +56,7 @@ def open_capture(path: str, name: str, options: AnalyzerOptions,
     except CaptureError as exc:
         return None, str(exc).removeprefix(f"{name}: ")
     except OSError as exc:
-        return None, f"cannot open: {exc.strerror or exc}"
+        return None, f"cannot open: {os_error_text(exc)}"
 
 
 def expand_directories(paths: Iterable[str]) -> list[str]:
@@ -162,7 +162,7 @@ class CaptureRequest:
             try:   # a capture still being written: so may its key log be
                 keys = _load_keylog(keylog, follow or live or "-" in files, names)
             except OSError as exc:
-                raise UsageError(f"{names('keylog')} {keylog}: {exc.strerror or exc}"
+                raise UsageError(f"{names('keylog')} {keylog}: {os_error_text(exc)}"
                                  ) from None
         return cls(files=tuple(files) if follow else tuple(expand_directories(files)),
                    keylog=keys, embedded_keys=embedded_keys, quic=quic,

@@ -27,6 +27,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tlsprobe.errors import os_error_text
 from tlsprobe.model.speed import AlgorithmResult, Comparison, ComparisonRow, Figure
 from tlsprobe.speed.base import Algorithm
 
@@ -90,7 +91,7 @@ def check_binary(path: str) -> tuple[str, str]:
         done = subprocess.run([resolved, "version"], capture_output=True, text=True,
                               timeout=10, check=False, stdin=subprocess.DEVNULL)
     except OSError as exc:
-        raise OpensslUnusable(f"--openssl {path}: cannot run it: {exc.strerror or exc}") from None
+        raise OpensslUnusable(f"--openssl {path}: cannot run it: {os_error_text(exc)}") from None
     except subprocess.TimeoutExpired:
         raise OpensslUnusable(f"--openssl {path}: `{path} version` did not answer in 10 s; "
                               "not openssl") from None
@@ -198,7 +199,7 @@ def run_openssl(argv: list[str], timeout: float) -> subprocess.CompletedProcess[
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
     except OSError as exc:
         return subprocess.CompletedProcess(argv, -1, "", f"cannot run {argv[0]}: "
-                                                         f"{exc.strerror or exc}")
+                                                         f"{os_error_text(exc)}")
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.model.changes import (
     Change,
     Direction,
@@ -81,7 +81,7 @@ def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
                 yield number, offset, line
                 offset += len(line)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        raise UsageError(f"{path}: cannot read it ({os_error_text(exc)})") from None
 
 
 def _documents(files: list[Path]) -> Iterator[tuple[JsonObject, Path, int]]:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tlsprobe._version import __version__
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.survey.rows import Row, row_for, schema
 from tlsprobe.survey.targets import Shard
@@ -134,6 +134,9 @@ class SurveyDir:
 
     def prepare(self) -> None:
         """Create the directory and check that it can be written (a usage error if not)."""
+        if self.path.exists() and not self.path.is_dir():
+            raise UsageError(f"--out {self.path}: a file, not a folder: give a folder (it "
+                             "is created if missing)")
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path, prefix=".write-test-")
@@ -141,7 +144,7 @@ class SurveyDir:
             os.unlink(tmp)
         except OSError as exc:
             raise UsageError(f"--out {self.path}: cannot write there "
-                             f"({exc.strerror or exc})") from None
+                             f"({os_error_text(exc)})") from None
 
     def manifest(self) -> dict[str, Any] | None:
         """The manifest, None when there is none; a damaged one is a usage error."""
@@ -152,7 +155,9 @@ class SurveyDir:
             data = json.loads(path.read_bytes())
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read it ({os_error_text(exc)})") from None
+        except ValueError as exc:
             raise UsageError(f"{path}: not a survey manifest ({exc})") from None
         if not isinstance(data, dict) or data.get("kind") != "survey_manifest":
             raise UsageError(f"{path}: not a survey manifest")

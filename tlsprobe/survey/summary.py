@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
-from tlsprobe.errors import UsageError
+from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.model.encode import run_head, utc_stamp
 from tlsprobe.survey.rows import CHECKS, Row, check_column, known_groups, known_versions
 from tlsprobe.survey.store import ROWS_DIR, SurveyDir, rows_table
@@ -116,6 +116,7 @@ def _read(path: Path, pq: ModuleType) -> list[Row]:
             table = rows_table(path.read_bytes())
             return list(table.select(COLUMNS).to_pylist())
         except Exception as exc:  # noqa: BLE001 -- pyarrow raises its own types
+            _unreadable(path, exc)
             raise UsageError(f"{path}: not a survey rows file ({exc})") from None
     try:
         names = set(pq.read_schema(path).names)
@@ -129,7 +130,15 @@ def _read(path: Path, pq: ModuleType) -> list[Row]:
     except UsageError:
         raise
     except Exception as exc:  # noqa: BLE001 -- pyarrow raises its own types for damaged files
+        _unreadable(path, exc)
         raise UsageError(f"{path}: not a survey Parquet file ({exc})") from None
+
+
+def _unreadable(path: Path, exc: Exception) -> None:
+    """A usage error for a file the system would not read (an OSError with its errno, as
+    pyarrow's are too), not 'not a survey file': a damaged file's OSError has none."""
+    if isinstance(exc, OSError) and exc.errno:
+        raise UsageError(f"{path}: cannot read it ({os_error_text(exc)})") from None
 
 
 def summarize(directory: str) -> Row:

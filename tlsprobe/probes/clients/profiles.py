@@ -16,6 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import cast
 
+from tlsprobe.errors import os_error_text
 from tlsprobe.model.clients import (
     ClientProfile,
     KeyMinimums,
@@ -111,22 +112,47 @@ def check_profile(p: ClientProfile) -> list[str]:
     return problems
 
 
+#: the largest profile file read (a recorded hello is a few KiB; the packaged ones are 5)
+MAX_PROFILE_BYTES = 1 << 20
+
+
 def load_profiles(folder: Path | None = None) -> tuple[ClientProfile, ...]:
     """Every profile in `folder` (default: the packaged tlsprobe/data/clients), by id. A file
-    that is no profile (not JSON, a field missing or of another type) is a ValueError naming
-    the file and what is wrong."""
+    that is no profile (not JSON, a field missing or of another type, over
+    MAX_PROFILE_BYTES) or a second file of one id (which one would win?) is a ValueError
+    naming the files and what is wrong."""
     if folder is None:
         root = resources.files("tlsprobe.data").joinpath("clients")
         files = [f for f in root.iterdir() if f.name.endswith(".json")]
     else:
         files = list(folder.glob("*.json"))
-    profiles = [_read_profile(f) for f in files]
-    return tuple(sorted(profiles, key=lambda p: p.id))
+    by_id: dict[str, tuple[str, ClientProfile]] = {}
+    for file in sorted(files, key=lambda f: f.name):
+        profile = _read_profile(file)
+        first = by_id.setdefault(profile.id, (file.name, profile))[0]
+        if first != file.name:
+            raise ValueError(f"{first} and {file.name} are both profile {profile.id!r}: "
+                             "keep one (an id names one profile)")
+    return tuple(sorted((p for _, p in by_id.values()), key=lambda p: p.id))
+
+
+def _bytes_of(file: Traversable) -> bytes:
+    """The file's bytes, at most MAX_PROFILE_BYTES (a larger file is a ValueError)."""
+    try:
+        with file.open("rb") as fh:
+            raw = fh.read(MAX_PROFILE_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"{file.name}: cannot read it ({os_error_text(exc)})") from None
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise ValueError(f"{file.name}: not a client profile (larger than "
+                         f"{MAX_PROFILE_BYTES >> 20} MiB; a recorded hello is a few KiB)")
+    return raw
 
 
 def _read_profile(file: Traversable) -> ClientProfile:
+    raw = _bytes_of(file)
     try:
-        data = json.loads(file.read_text("utf-8"))
+        data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict):
             raise TypeError(f"a JSON object, not {type(data).__name__}")
         if not isinstance(data.get("source", {}), dict):
@@ -135,7 +161,5 @@ def _read_profile(file: Traversable) -> ClientProfile:
     except KeyError as exc:
         raise ValueError(f"{file.name}: not a client profile: no {exc.args[0]!r} field"
                          ) from None
-    except OSError as exc:
-        raise ValueError(f"{file.name}: cannot read it ({exc.strerror or exc})") from None
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{file.name}: not a client profile ({exc})") from None
