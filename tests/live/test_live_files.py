@@ -65,7 +65,7 @@ def test_a_full_disk_stops_the_capture_with_its_summary_and_a_whole_file(
     code, lines, err = run.finish(timeout=30)
     assert code == 2, err
     assert "Traceback" not in err and "internal error" not in err, err
-    assert f"-w {written}: File too large: the capture stopped there" in err, err
+    assert f"-w {written}: file too large: the capture stopped there" in err, err
     assert "TLS connections (" in err and "reported); dropped: 0" in err, err
     capture = json.loads(lines[-1])
     assert capture["kind"] == "capture" and capture["reported"] >= 1, lines[-1]

@@ -3,10 +3,12 @@ capture layer evicted, connections whose logged keys could not be used."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from tlsprobe.capture import CaptureStats
-from tlsprobe.engine.keylog import DEFAULT_MAX_BYTES, DEFAULT_MAX_SESSIONS, KeyLog
+
+if TYPE_CHECKING:   # engine/ (its package loads cryptography): only with a key log
+    from tlsprobe.engine.keylog import KeyLog
 
 
 def eviction_note(stats: CaptureStats) -> tuple[str, ...]:
@@ -71,6 +73,7 @@ def keylog_limits_note(name: str, keylog: KeyLog) -> list[str]:
     """Keys a finished key log holds past its limits (its first 64 MiB, 100,000 sessions),
     which were not read: the connections they are for are not decrypted, and that is not
     for want of keys (docs/LIMITS.md)."""
+    from tlsprobe.engine.keylog import DEFAULT_MAX_BYTES, DEFAULT_MAX_SESSIONS
     parts = []
     if keylog.cut:
         parts.append(f"only its first {DEFAULT_MAX_BYTES >> 20} MiB were read")
