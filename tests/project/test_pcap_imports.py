@@ -14,27 +14,18 @@ from pathlib import Path
 
 import pytest
 
+# the command line run in a child, its exit code and modules on stderr (scan's counter)
+from tests.project.test_scan_imports import _MODULES
+
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURE = ROOT / "captures" / "tls12_x25519.pcap"
-
-_MODULES = """\
-import sys
-from tlsprobe.cli import main
-try:
-    code = main(sys.argv[1:])
-except SystemExit as exc:
-    code = exc.code
-sys.stdout.flush()
-print("\\0MODULES", code, *sorted(sys.modules), file=sys.stderr)
-"""
 
 
 def pcap_modules(*argv: str) -> tuple[int, set[str]]:
     done = subprocess.run([sys.executable, "-c", _MODULES, "pcap", *argv], check=False,
-                          capture_output=True,
-                          text=True, timeout=120, cwd=ROOT)
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
     line = next(x for x in done.stderr.splitlines() if x.startswith("\0MODULES"))
-    _, code, *modules = line.split()
+    _, code, _collections, *modules = line.split()
     return int(code), set(modules)
 
 
