@@ -238,7 +238,7 @@ class CaptureAnalysis:
         #: connections reported when their handshake was decided, until their close
         self._decided: set[int] = set()
         self._released = False
-        self._udp = UdpHandshakes(self.name, self.caches, self.options.brief, self._keyed)
+        self._udp = UdpHandshakes(self.name, self.caches, self.options.brief, self._logged)
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: ConnKey, ts: float, frame: int, data: bytes = b"") -> Connection:
@@ -514,12 +514,12 @@ class CaptureAnalysis:
             bad = f" ({given.bad_lines} malformed)" if given.bad_lines else ""
             return [f"{name}: 0 usable lines{bad}", *limits]
         return keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
-                         self._udp.quic_keyed()) + limits
+                         *self._udp.quic_keyed()) + limits
 
-    def _keyed(self, client_random: bytes) -> bool:
-        """Whether the key log (the --keylog file and keys embedded so far) has secrets
-        for this client random."""
-        return self.keylog is not None and self.keylog.secrets(client_random) is not None
+    def _logged(self, client_random: bytes) -> dict[str, bytes] | None:
+        """The secrets the key log (the --keylog file and keys embedded so far) has for
+        this client random."""
+        return self.keylog.secrets(client_random) if self.keylog is not None else None
 
 
 def analyze(source: str, options: AnalyzerOptions | None = None,

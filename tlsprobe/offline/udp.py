@@ -28,11 +28,11 @@ class UdpHandshakes:
     """The datagram trackers of one capture analysis."""
 
     def __init__(self, file: str, caches: AnalysisCaches, brief: bool = False,
-                 keyed: Callable[[bytes], bool] | None = None) -> None:
+                 secrets: Callable[[bytes], dict[str, bytes] | None] | None = None) -> None:
         self.name = file
         self.caches = caches
         self.brief = brief  # the trackers make `BriefReport`s (AnalyzerOptions.brief)
-        self.keyed = keyed  # whether the key log has a client random's secrets
+        self.secrets = secrets  # a key log's secrets for a client random (None: no key log)
         self._quic: QuicTracker | None = None
         self._dtls: DtlsTracker | None = None
         self._openvpn: OpenVpnTracker | None = None
@@ -76,7 +76,7 @@ class UdpHandshakes:
                 from tlsprobe.offline.quic import QuicTracker
                 self._quic = QuicTracker(self.name, caches=self.caches)
                 self._quic.brief = self.brief
-                self._quic.keyed = self.keyed
+                self._quic.secrets = self.secrets
             tracker = self._quic
         elif self._openvpn is not None and self._openvpn.knows(ev):
             tracker = self._openvpn
@@ -116,10 +116,12 @@ class UdpHandshakes:
                 self._rdp.brief = self.brief
             yield from self._rdp.datagram(ev)
 
-    def quic_keyed(self) -> int:
-        """QUIC handshakes reported whose secrets the key log has (their Handshake
-        packets are not decrypted: only the Initial packets are read)."""
-        return self._quic.keyed_count if self._quic is not None else 0
+    def quic_keyed(self) -> tuple[int, dict[str, int]]:
+        """QUIC handshakes reported whose secrets the key log has, and why some of them
+        were not decrypted (reason -> handshakes)."""
+        if self._quic is None:
+            return 0, {}
+        return self._quic.keyed_count, self._quic.not_decrypted
 
     def unwrapped(self) -> list[str]:
         """What was not read: QUIC connections of unknown versions, RDP-over-UDP sessions
