@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+
+import pytest
+
 from tlsprobe.capture import Datagram
 from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
 from tlsprobe.offline.dtls import DtlsTracker, dtls_records, tls_form
@@ -154,3 +160,25 @@ def test_server_initial_answering_a_client_initial_cut_by_the_snaplen(run_cli,
                                "tls.handshake.ciphersuite"], capture_output=True, text=True,
                               timeout=60, check=True).stdout.split()
         assert seen == ["2", "0x1301"]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_pcap_msg_traces_a_dtls_handshake_as_tshark_reads_it(captures_dir, run_cli) -> None:
+    # `pcap --msg` printed nothing for a DTLS (or QUIC) connection: its handshake
+    # messages are now traced, in the order tshark reads them
+    path = captures_dir / "wireshark" / "test-captures" / "snakeoil-dtls.pcap"
+    res = run_cli("pcap", path, "--msg")
+    assert res.returncode == 0, res.stderr
+    traced = [line.rsplit(", ", 1)[1] for line in res.stdout.splitlines()
+              if line[:4] in (">>> ", "<<< ")]
+    shark = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e",
+                            "dtls.handshake.type"], capture_output=True, text=True, timeout=60)
+    types = [int(t) for line in shark.stdout.split() for t in line.split(",")]
+    names = {1: "ClientHello", 2: "ServerHello", 3: "HelloVerifyRequest", 11: "Certificate",
+             14: "ServerHelloDone", 16: "ClientKeyExchange"}
+    assert traced == [names[t] for t in types], (traced, types)
+    assert "      msg_type client_hello (1) at +0" in res.stdout.splitlines()
+    back = run_cli("pcap", path, "--msg", "--json")
+    [conn] = json.loads(back.stdout)["connections"]
+    assert [line for line in conn["trace"] if line[:4] in (">>> ", "<<< ")] == \
+        [line for line in res.stdout.splitlines() if line[:4] in (">>> ", "<<< ")]

@@ -130,6 +130,14 @@ def test_pcap_decrypts_quic_after_a_hello_retry_request_with_chacha20(
     assert [c["sha256"] for c in conn["certificates"]] == _shark_certificates(pcap, keylog) \
         == [c["sha256"] for c in probe["certificates"]]
     assert conn["signature_scheme"] == probe["signature_scheme"]
+    # `--msg`: the handshake messages as read, those of Handshake packets "(decrypted)"
+    traced = run_cli("pcap", pcap, "--msg", "--keylog", keylog)
+    heads = [line for line in traced.stdout.splitlines() if line[:4] in (">>> ", "<<< ")]
+    assert [(h[:3], h.rsplit(", ", 1)[1]) for h in heads] == [
+        (">>>", "ClientHello"), ("<<<", "HelloRetryRequest"), (">>>", "ClientHello"),
+        ("<<<", "ServerHello"), ("<<<", "EncryptedExtensions (decrypted)"),
+        ("<<<", "Certificate (decrypted)"), ("<<<", "CertificateVerify (decrypted)"),
+        ("<<<", "Finished (decrypted)"), (">>>", "Finished (decrypted)")], heads
 
 
 def test_pcap_reads_a_quic_servers_alert_in_its_connection_close(
@@ -148,3 +156,6 @@ def test_pcap_reads_a_quic_servers_alert_in_its_connection_close(
                                "name": "handshake_failure"}], conn["alerts"]
     details = run_cli("pcap", pcap, "--details")
     assert "failed: server sent fatal alert handshake_failure" in details.stdout
+    traced = run_cli("pcap", pcap, "--msg")
+    assert "<<< TLS 1.3, Alert [length 0002], fatal handshake_failure" in \
+        traced.stdout.splitlines()

@@ -44,6 +44,7 @@ from tlsprobe.offline.udp import UdpHandshakes
 if TYPE_CHECKING:
     from tlsprobe.capture.live import LiveCapture
     from tlsprobe.engine.keylog import KeyLog
+    from tlsprobe.offline.datagram_trace import MessageTrace
     from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 
 MAX_GAP_NOTES: Final = 256  # connections whose lost handshake messages are remembered for notes
@@ -238,7 +239,10 @@ class CaptureAnalysis:
         #: connections reported when their handshake was decided, until their close
         self._decided: set[int] = set()
         self._released = False
-        self._udp = UdpHandshakes(self.name, self.caches, self.options.brief, self._logged)
+        self._udp = UdpHandshakes(
+            self.name, self.caches, self.options.brief, self._logged,
+            self._message_trace if self.options.trace and self.options.trace_formatter
+            else None)
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: ConnKey, ts: float, frame: int, data: bytes = b"") -> Connection:
@@ -515,6 +519,14 @@ class CaptureAnalysis:
             return [f"{name}: 0 usable lines{bad}", *limits]
         return keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
                          *self._udp.quic_keyed()) + limits
+
+    def _message_trace(self) -> MessageTrace:
+        """A datagram conversation's `--msg` trace (QUIC, DTLS: their handshake messages)."""
+        from tlsprobe.offline.datagram_trace import MessageTrace
+        opts = self.options
+        assert opts.trace_formatter is not None
+        return MessageTrace(opts.trace_formatter(hex_limit=opts.hex_limit),
+                            opts.max_trace_records)
 
     def _logged(self, client_random: bytes) -> dict[str, bytes] | None:
         """The secrets the key log (the --keylog file and keys embedded so far) has for

@@ -10,14 +10,17 @@ trackers import only this base and the layers below: no tracker imports its call
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
-from typing import Generic, NamedTuple, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from tlsprobe.capture import Datagram
 from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 from tlsprobe.offline.build import Endpoints, brief_of, build_report
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.facts import Facts
+
+if TYPE_CHECKING:
+    from tlsprobe.offline.datagram_trace import MessageTrace
 
 #: one UDP endpoint (address, port); a conversation's key is (client, server)
 Endpoint = tuple[str, int]
@@ -37,7 +40,7 @@ class Conversation:
     """One handshake over UDP: its endpoints, times, byte counts and facts."""
 
     __slots__ = ("client", "facts", "first_frame", "first_ts", "id", "last_frame", "last_ts",
-                 "nbytes", "server")
+                 "nbytes", "server", "trace")
 
     def __init__(self, cid: int, client: Endpoint, server: Endpoint, ts: float,
                  frame: int, caches: AnalysisCaches | None = None) -> None:
@@ -47,6 +50,20 @@ class Conversation:
         self.first_ts = self.last_ts = ts
         self.first_frame = self.last_frame = frame
         self.nbytes = [0, 0]
+        self.trace: MessageTrace | None = None   # its `--msg` lines (None: not asked for)
+
+    def message(self, direction: int, msg: bytes, ts: float, frame: int,
+                decrypted: bool = False) -> None:
+        """A whole handshake message (TLS header) to the facts and the trace."""
+        self.facts.on_message(direction, msg, ts, frame, decrypted)
+        if self.trace is not None:
+            self.trace.message(direction, msg, decrypted, self.facts.context(direction))
+
+    def alert(self, direction: int, level: int, description: int,
+              decrypted: bool = False) -> None:
+        self.facts.alert(direction, level, description, decrypted)
+        if self.trace is not None:
+            self.trace.alert(direction, level, description, decrypted)
 
 
 _C = TypeVar("_C", bound=Conversation)
@@ -70,6 +87,14 @@ class DatagramTracker(Generic[_C]):
         self.open: OrderedDict[ConversationKey, _C] = OrderedDict()
         self.connections = 0
         self.brief = False
+        #: makes a conversation's `--msg` trace (None: no trace; set by offline.udp)
+        self.tracing: Callable[[], MessageTrace] | None = None
+
+    def traced(self, conv: _C) -> _C:
+        """A new conversation, given its trace when one is asked for."""
+        if self.tracing is not None:
+            conv.trace = self.tracing()
+        return conv
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         """One datagram: the reports of the handshakes it completes."""
@@ -90,7 +115,8 @@ class DatagramTracker(Generic[_C]):
                           conv.client[1], conv.server[0], conv.server[1], conv.first_frame,
                           conv.last_frame, conv.first_ts, conv.last_ts, conv.nbytes[0],
                           conv.nbytes[1], None)
-        return Analyzed(build_report(where, conv.facts, self.transport), None)
+        trace = conv.trace.result() if conv.trace is not None else None
+        return Analyzed(build_report(where, conv.facts, self.transport), trace)
 
     def finish(self) -> Iterator[Analyzed]:
         """End of the capture: the open conversations worth a report, then none kept."""

@@ -108,8 +108,7 @@ class Conversation(_Conversation):
                 del self.pending[direction][seq]
                 self.filled.pop(key, None)
                 self.done_seq[direction].add(seq)
-                self.facts.on_message(direction, tls_form(msg_type, bytes(msg.body)), ts,
-                                      frame)
+                self.message(direction, tls_form(msg_type, bytes(msg.body)), ts, frame)
 
 
 class DtlsTracker(DatagramTracker[Conversation]):
@@ -137,7 +136,8 @@ class DtlsTracker(DatagramTracker[Conversation]):
                 return
             if records[0][3][:1] == b"\x02":
                 src, dst, direction = dst, src, SERVER
-            conv = Conversation(self.connections, src, dst, ev.ts, ev.frame, self.caches)
+            conv = self.traced(Conversation(self.connections, src, dst, ev.ts, ev.frame,
+                                            self.caches))
             conv.facts.framing = framing
             self.connections += 1
             self.open[(src, dst)] = conv
@@ -152,7 +152,7 @@ class DtlsTracker(DatagramTracker[Conversation]):
             elif ct == 22:
                 conv.handshake(direction, fragment, ev.ts, ev.frame)
             elif ct == 21 and len(fragment) == 2:
-                conv.facts.alert(direction, fragment[0], fragment[1])
+                conv.alert(direction, fragment[0], fragment[1])
             elif ct == 20:
                 conv.facts.change_cipher_spec(direction)
         if conv.encrypted[0] and conv.encrypted[1]:

@@ -335,7 +335,7 @@ class QuicTracker(DatagramTracker[Conversation]):
         if conv is None:
             return None, direction
         self.connections += 1
-        self.open[(conv.client, conv.server)] = conv
+        self.open[(conv.client, conv.server)] = self.traced(conv)
         if len(self.open) > MAX_CONVERSATIONS:
             self.open.popitem(last=False)
         return conv, direction

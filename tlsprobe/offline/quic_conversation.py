@@ -113,16 +113,13 @@ class Conversation(_Conversation):
                 break
             msg = bytes(msgs[:size])
             del msgs[:size]
-            if handshake:
-                self.facts.on_message(direction, msg, ts, frame, decrypted=True)
-            else:
-                self.facts.on_message(direction, msg, ts, frame)
+            self.message(direction, msg, ts, frame, handshake)
 
     def close(self, direction: int, code: int, decrypted: bool) -> None:
         """A CONNECTION_CLOSE: a TLS alert (0x100 + alert, RFC 9001 4.8) is the handshake's
         end, as a fatal alert is over TCP."""
         if 0x100 <= code <= 0x1FF:
-            self.facts.alert(direction, 2, code - 0x100, decrypted)
+            self.alert(direction, 2, code - 0x100, decrypted)
             self.closed = True
 
 

@@ -16,6 +16,7 @@ from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.datagram import Analyzed
 
 if TYPE_CHECKING:  # each imported when its first datagram comes
+    from tlsprobe.offline.datagram_trace import MessageTrace
     from tlsprobe.offline.dtls import DtlsTracker
     from tlsprobe.offline.openvpn import OpenVpnTracker
     from tlsprobe.offline.quic import QuicTracker
@@ -28,11 +29,13 @@ class UdpHandshakes:
     """The datagram trackers of one capture analysis."""
 
     def __init__(self, file: str, caches: AnalysisCaches, brief: bool = False,
-                 secrets: Callable[[bytes], dict[str, bytes] | None] | None = None) -> None:
+                 secrets: Callable[[bytes], dict[str, bytes] | None] | None = None,
+                 tracing: Callable[[], MessageTrace] | None = None) -> None:
         self.name = file
         self.caches = caches
         self.brief = brief  # the trackers make `BriefReport`s (AnalyzerOptions.brief)
         self.secrets = secrets  # a key log's secrets for a client random (None: no key log)
+        self.tracing = tracing  # makes a conversation's `--msg` trace (None: no trace)
         self._quic: QuicTracker | None = None
         self._dtls: DtlsTracker | None = None
         self._openvpn: OpenVpnTracker | None = None
@@ -47,6 +50,7 @@ class UdpHandshakes:
             from tlsprobe.offline.dtls import DtlsTracker
             self._dtls = DtlsTracker(self.name, self.caches)
             self._dtls.brief = self.brief
+            self._dtls.tracing = self.tracing
         return self._dtls
 
     def connections(self) -> int:
@@ -77,6 +81,7 @@ class UdpHandshakes:
                 self._quic = QuicTracker(self.name, caches=self.caches)
                 self._quic.brief = self.brief
                 self._quic.secrets = self.secrets
+                self._quic.tracing = self.tracing
             tracker = self._quic
         elif self._openvpn is not None and self._openvpn.knows(ev):
             tracker = self._openvpn
