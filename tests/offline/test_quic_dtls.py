@@ -182,3 +182,21 @@ def test_pcap_msg_traces_a_dtls_handshake_as_tshark_reads_it(captures_dir, run_c
     [conn] = json.loads(back.stdout)["connections"]
     assert [line for line in conn["trace"] if line[:4] in (">>> ", "<<< ")] == \
         [line for line in res.stdout.splitlines() if line[:4] in (">>> ", "<<< ")]
+
+
+def test_pcap_msg_traces_tls_inside_openvpn_over_udp(captures_dir, run_cli) -> None:
+    # the TLS records of an OpenVPN control channel over UDP were read but not traced
+    path = captures_dir / "wireshark" / "wiki" / "SampleCaptures" / \
+        "OpenVPN_UDP_tls-auth.pcapng"
+    res = run_cli("pcap", path, "--msg", "--json")
+    assert res.returncode == 0, res.stderr
+    traced = json.loads(res.stdout)["connections"]
+    plain = json.loads(run_cli("pcap", path, "--json").stdout)["connections"]
+    assert len(traced) == len(plain) == 2
+    for conn, same in zip(traced, plain):
+        heads = [line for line in conn.pop("trace") if line[:4] in (">>> ", "<<< ")]
+        assert conn == same       # the Flow reader reads what the fast one does
+        assert heads[:4] == [">>> TLS 1.0, RecordHeader [length 0005]",
+                             ">>> TLS 1.0, Handshake [length 00dd], ClientHello",
+                             "<<< TLS 1.0, RecordHeader [length 0005]",
+                             "<<< TLS 1.0, Handshake [length 003a], ServerHello"], heads

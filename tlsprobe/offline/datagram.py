@@ -21,6 +21,8 @@ from tlsprobe.offline.facts import Facts
 
 if TYPE_CHECKING:
     from tlsprobe.offline.datagram_trace import MessageTrace
+    from tlsprobe.offline.fast import FastReader
+    from tlsprobe.offline.flowreader import FlowReader
 
 #: one UDP endpoint (address, port); a conversation's key is (client, server)
 Endpoint = tuple[str, int]
@@ -65,6 +67,10 @@ class Conversation:
         if self.trace is not None:
             self.trace.alert(direction, level, description, decrypted)
 
+    def trace_lines(self) -> list[str] | None:
+        """The `--msg` lines (None: no trace asked for)."""
+        return self.trace.result() if self.trace is not None else None
+
 
 _C = TypeVar("_C", bound=Conversation)
 
@@ -96,6 +102,18 @@ class DatagramTracker(Generic[_C]):
             conv.trace = self.tracing()
         return conv
 
+    def stream_reader(self, facts: Facts) -> FastReader | FlowReader:
+        """The reader of TLS records carried in a session's datagrams (OpenVPN's control
+        channel, RDP over UDP): the fast one, or with a trace asked for the Flow reader,
+        whose trace shows the records as over TCP."""
+        if self.tracing is None:
+            from tlsprobe.offline.fast import FastReader
+            return FastReader(facts)
+        from tlsprobe.offline.flowreader import FlowReader
+        trace = self.tracing()
+        return FlowReader(facts, formatter=trace.formatter, keylog=None,
+                          max_records=trace.max_events)
+
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         """One datagram: the reports of the handshakes it completes."""
         raise NotImplementedError
@@ -115,8 +133,7 @@ class DatagramTracker(Generic[_C]):
                           conv.client[1], conv.server[0], conv.server[1], conv.first_frame,
                           conv.last_frame, conv.first_ts, conv.last_ts, conv.nbytes[0],
                           conv.nbytes[1], None)
-        trace = conv.trace.result() if conv.trace is not None else None
-        return Analyzed(build_report(where, conv.facts, self.transport), trace)
+        return Analyzed(build_report(where, conv.facts, self.transport), conv.trace_lines())
 
     def finish(self) -> Iterator[Analyzed]:
         """End of the capture: the open conversations worth a report, then none kept."""

@@ -96,6 +96,7 @@ class UdpHandshakes:
                 from tlsprobe.offline.openvpn import OpenVpnTracker
                 self._openvpn = OpenVpnTracker(self.name, self.caches)
                 self._openvpn.brief = self.brief
+                self._openvpn.tracing = self.tracing
             tracker = self._openvpn
         else:
             yield from self._other_udp(ev)
@@ -119,6 +120,7 @@ class UdpHandshakes:
             if self._rdp is None:
                 self._rdp = RdpUdpTracker(self.name, self.caches, self._dtls_tracker)
                 self._rdp.brief = self.brief
+                self._rdp.tracing = self.tracing
             yield from self._rdp.datagram(ev)
 
     def quic_keyed(self) -> tuple[int, dict[str, int]]:
