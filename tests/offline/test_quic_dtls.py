@@ -200,3 +200,29 @@ def test_pcap_msg_traces_tls_inside_openvpn_over_udp(captures_dir, run_cli) -> N
                              ">>> TLS 1.0, Handshake [length 00dd], ClientHello",
                              "<<< TLS 1.0, RecordHeader [length 0005]",
                              "<<< TLS 1.0, Handshake [length 003a], ServerHello"], heads
+
+
+@pytest.mark.parametrize("capture, why", [
+    (("wireshark", "test-captures", "snakeoil-dtls.pcap"),
+     "DTLS: its protected records are not decrypted, only what it sends in clear is read "
+     "(tshark -o tls.keylog_file:FILE decrypts them)"),
+    (("wireshark", "wiki", "SampleCaptures", "OpenVPN_UDP_tls-auth.pcapng"),
+     "OpenVPN over UDP: its TLS records are not decrypted (tshark -o tls.keylog_file:FILE "
+     "decrypts them)")])
+def test_a_key_log_with_secrets_of_udp_handshakes_is_not_said_to_match_nothing(
+        captures_dir, run_cli, tmp_path, capture, why) -> None:
+    # tlsprobe does not decrypt DTLS records nor TLS over OpenVPN's UDP control channel;
+    # with the key log holding the connections' master secrets, `pcap --keylog` said "no
+    # key matched any connection", which was false
+    path = captures_dir.joinpath(*capture)
+    conns = json.loads(run_cli("pcap", path, "--json").stdout)["connections"]
+    keylog = tmp_path / "keys.log"
+    keylog.write_text("".join(f"CLIENT_RANDOM {c['client_random']} {'ab' * 48}\n"
+                              for c in conns))
+    res = run_cli("pcap", path, "--keylog", keylog)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip() == (f"tlsprobe: note: {path}: keylog {keylog}: {len(conns)} "
+                                  f"connection(s) not decrypted: {why}")
+    keylog.write_text(f"CLIENT_RANDOM {'00' * 32} {'ab' * 48}\n")
+    res = run_cli("pcap", path, "--keylog", keylog)
+    assert res.stderr.strip().endswith(f"keylog {keylog}: no key matched any connection")

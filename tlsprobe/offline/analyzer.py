@@ -518,7 +518,7 @@ class CaptureAnalysis:
             bad = f" ({given.bad_lines} malformed)" if given.bad_lines else ""
             return [f"{name}: 0 usable lines{bad}", *limits]
         return keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
-                         *self._udp.quic_keyed()) + limits
+                         *self._udp.keyed()) + limits
 
     def _message_trace(self) -> MessageTrace:
         """A datagram conversation's `--msg` trace (QUIC, DTLS: their handshake messages)."""

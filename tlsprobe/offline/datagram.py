@@ -95,6 +95,20 @@ class DatagramTracker(Generic[_C]):
         self.brief = False
         #: makes a conversation's `--msg` trace (None: no trace; set by offline.udp)
         self.tracing: Callable[[], MessageTrace] | None = None
+        #: a key log's secrets for a client random (set by offline.udp; None: no key log),
+        #: the reported handshakes it had secrets for, and why some of them were not
+        #: decrypted: (reason -> handshakes)
+        self.secrets: Callable[[bytes], dict[str, bytes] | None] | None = None
+        self.keyed_count = 0
+        self.not_decrypted: dict[str, int] = {}
+
+    def keys_unused(self, conv: _C, why: str) -> None:
+        """A handshake reported without decryption: counted, with `why`, when the key log
+        has its secrets (a note must never say no key matched it)."""
+        hellos = conv.facts.client_hellos
+        if self.secrets is not None and hellos and self.secrets(hellos[0].random):
+            self.keyed_count += 1
+            self.not_decrypted[why] = self.not_decrypted.get(why, 0) + 1
 
     def traced(self, conv: _C) -> _C:
         """A new conversation, given its trace when one is asked for."""

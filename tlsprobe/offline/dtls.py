@@ -68,6 +68,11 @@ class _Message:
         self.have: set[int] = set()   # fragment offsets received (a message has few)
 
 
+#: why a DTLS handshake whose secrets the key log has is not decrypted (a note's text)
+NOT_DECRYPTED: Final = ("DTLS: its protected records are not decrypted, only what it sends "
+                        "in clear is read (tshark -o tls.keylog_file:FILE decrypts them)")
+
+
 class Conversation(_Conversation):
     """One DTLS handshake: its messages being rebuilt from fragments."""
 
@@ -116,6 +121,10 @@ class DtlsTracker(DatagramTracker[Conversation]):
 
     protocol = "dtls"
     transport = "dtls"
+
+    def _build(self, conv: Conversation) -> Analyzed:
+        self.keys_unused(conv, NOT_DECRYPTED)
+        return super()._build(conv)
 
     def datagram(self, ev: Datagram, framing: str | None = None) -> Iterator[Analyzed]:
         """One datagram (its DTLS records; `framing`: what they were unwrapped from, said

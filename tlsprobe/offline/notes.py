@@ -53,15 +53,15 @@ def undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
 
 
 def keys_note(name: str, tls_connections: int, keys_matched: int,
-              undecrypted: dict[tuple[str, str], int], quic_keyed: int = 0,
-              quic_undecrypted: dict[str, int] | None = None) -> list[str]:
+              undecrypted: dict[tuple[str, str], int], udp_keyed: int = 0,
+              udp_undecrypted: dict[str, int] | None = None) -> list[str]:
     """What a usable key log gave: no key for any connection, or the connections whose
-    keys it has but that were not decrypted (`quic_keyed`: QUIC handshakes it had secrets
-    for; `quic_undecrypted`: why some of them were not decrypted), else nothing."""
-    if tls_connections and not keys_matched and not quic_keyed:
+    keys it has but that were not decrypted (`udp_keyed`: QUIC and DTLS handshakes it had
+    secrets for; `udp_undecrypted`: why some of them were not decrypted), else nothing."""
+    if tls_connections and not keys_matched and not udp_keyed:
         return [f"{name}: no key matched any connection"]
-    if quic_undecrypted:
-        undecrypted = {**undecrypted, **{("", why): n for why, n in quic_undecrypted.items()}}
+    if udp_undecrypted:
+        undecrypted = {**undecrypted, **{("", why): n for why, n in udp_undecrypted.items()}}
     return [f"{name}: {undecrypted_note(undecrypted)}"] if undecrypted else []
 
 

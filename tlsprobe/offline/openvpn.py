@@ -86,6 +86,8 @@ class OpenVpnTracker(SessionTracker[_Session]):
             why = "no TLS record found in the control channel: " + TLS_CRYPT
         if why is not None:
             session.facts.problem(f"OpenVPN: {why}")
+        self.keys_unused(session, "OpenVPN over UDP: its TLS records are not decrypted "
+                                  "(tshark -o tls.keylog_file:FILE decrypts them)")
         return super()._build(session)
 
     def reportable(self, conv: _Session) -> bool:

@@ -17,7 +17,7 @@ conversations and `MAX_CRYPTO` bytes of CRYPTO data per side and packet-number s
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Final
 
 from tlsprobe.capture import Datagram
@@ -150,12 +150,6 @@ class QuicTracker(DatagramTracker[Conversation]):
         #: the bytes captured)
         self.cut: OrderedDict[ConversationKey, tuple[int, bytes, float, int, int]] = \
             OrderedDict()
-        #: a key log's secrets for a client random (set by offline.udp; None: no key log),
-        #: the reported handshakes it had secrets for, and why some of them were not
-        #: decrypted: (reason -> handshakes)
-        self.secrets: Callable[[bytes], dict[str, bytes] | None] | None = None
-        self.keyed_count = 0
-        self.not_decrypted: dict[str, int] = {}
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data

@@ -233,6 +233,11 @@ class RdpUdpTracker(SessionTracker[_Session]):
     protocol = "tls"
     transport = "tcp"
 
+    def _build(self, session: _Session) -> Analyzed:
+        self.keys_unused(session, "RDP over UDP: its TLS records are not decrypted "
+                                  "(tshark -o tls.keylog_file:FILE decrypts them)")
+        return super()._build(session)
+
     def __init__(self, file: str, caches: AnalysisCaches | None,
                  dtls: Callable[[], DtlsTracker]) -> None:
         super().__init__(file, caches)

@@ -51,6 +51,7 @@ class UdpHandshakes:
             self._dtls = DtlsTracker(self.name, self.caches)
             self._dtls.brief = self.brief
             self._dtls.tracing = self.tracing
+            self._dtls.secrets = self.secrets
         return self._dtls
 
     def connections(self) -> int:
@@ -97,6 +98,7 @@ class UdpHandshakes:
                 self._openvpn = OpenVpnTracker(self.name, self.caches)
                 self._openvpn.brief = self.brief
                 self._openvpn.tracing = self.tracing
+                self._openvpn.secrets = self.secrets
             tracker = self._openvpn
         else:
             yield from self._other_udp(ev)
@@ -121,14 +123,18 @@ class UdpHandshakes:
                 self._rdp = RdpUdpTracker(self.name, self.caches, self._dtls_tracker)
                 self._rdp.brief = self.brief
                 self._rdp.tracing = self.tracing
+                self._rdp.secrets = self.secrets
             yield from self._rdp.datagram(ev)
 
-    def quic_keyed(self) -> tuple[int, dict[str, int]]:
-        """QUIC handshakes reported whose secrets the key log has, and why some of them
+    def keyed(self) -> tuple[int, dict[str, int]]:
+        """Handshakes over UDP reported whose secrets the key log has, and why some of them
         were not decrypted (reason -> handshakes)."""
-        if self._quic is None:
-            return 0, {}
-        return self._quic.keyed_count, self._quic.not_decrypted
+        count, why = 0, dict[str, int]()
+        for tracker in self.trackers():
+            count += tracker.keyed_count
+            for reason, n in tracker.not_decrypted.items():
+                why[reason] = why.get(reason, 0) + n
+        return count, why
 
     def unwrapped(self) -> list[str]:
         """What was not read: QUIC connections of unknown versions, RDP-over-UDP sessions
