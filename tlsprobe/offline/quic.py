@@ -205,17 +205,19 @@ class QuicTracker(DatagramTracker[Conversation]):
             conv, direction = self.open.get((dst, src)), SERVER
             if conv is None:
                 return None
-        conv.last_ts, conv.last_frame = ev.ts, ev.frame
-        conv.nbytes[direction] += len(packet)
         keys = conv.hs
         if keys is None:   # before the ServerHello: kept if the key log can open it
             hellos = conv.facts.client_hellos
             if len(conv.held) < MAX_HELD and hellos and self.secrets is not None and \
                     self.secrets(hellos[0].random):
                 conv.held.append((direction, packet, pn_offset, ev.ts, ev.frame))
+                conv.nbytes[direction] += len(packet)
             return None
-        if isinstance(keys, HandshakeKeys):
-            read_handshake(conv, keys, direction, packet, pn_offset, ev.ts, ev.frame)
+        if not isinstance(keys, HandshakeKeys):
+            return None    # (not read: its bytes and frame are not the report's)
+        conv.last_ts, conv.last_frame = ev.ts, ev.frame
+        conv.nbytes[direction] += len(packet)
+        read_handshake(conv, keys, direction, packet, pn_offset, ev.ts, ev.frame)
         return conv
 
     def _decided(self, conv: Conversation) -> bool:
