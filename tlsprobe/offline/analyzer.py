@@ -513,12 +513,21 @@ class CaptureAnalysis:
         if given is None:
             return []
         name = f"keylog {given.source}" if given.source else "keylog"
+        before = given.usable
+        if given.follower is not None:   # what it holds now, not at its last lookup
+            given.follower.read_more(given)
         limits = keylog_limits_note(name, given)
         if not given.usable:
             bad = f" ({given.bad_lines} malformed)" if given.bad_lines else ""
             return [f"{name}: 0 usable lines{bad}", *limits]
-        return keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
-                         *self._udp.keyed()) + limits
+        notes = keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
+                          *self._udp.keyed())
+        if given.usable > before and notes and notes[0].endswith("no key matched any "
+                                                                 "connection"):
+            notes = [(f"{name}: no key matched a connection while it was read; "
+                      f"{given.usable - before} session(s) were logged after (keys written "
+                      "once a connection is over come too late for a live capture)")]
+        return notes + limits
 
     def _message_trace(self) -> MessageTrace:
         """A datagram conversation's `--msg` trace (QUIC, DTLS: their handshake messages)."""
