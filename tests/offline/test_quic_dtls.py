@@ -226,3 +226,24 @@ def test_a_key_log_with_secrets_of_udp_handshakes_is_not_said_to_match_nothing(
     keylog.write_text(f"CLIENT_RANDOM {'00' * 32} {'ab' * 48}\n")
     res = run_cli("pcap", path, "--keylog", keylog)
     assert res.stderr.strip().endswith(f"keylog {keylog}: no key matched any connection")
+
+
+def test_conversations_past_the_bound_are_reported_not_dropped(monkeypatch) -> None:
+    # past MAX_CONVERSATIONS open QUIC handshakes the oldest was dropped without a report
+    # (a handshake waiting for its client Finished in a key log's Handshake packets waits
+    # longer now): it is reported when it stops being followed
+    from tests.offline import quicbuild as Q
+    from tlsprobe.offline import quic as quic_module
+    from tlsprobe.offline.quic import QuicTracker
+    monkeypatch.setattr(quic_module, "MAX_CONVERSATIONS", 2)
+    tracker = QuicTracker("x")
+    _hello, message = Q.client_hello()
+    reports = []
+    for port in (1001, 1002, 1003):
+        dcid = bytes([port % 256]) * 8
+        packet = Q.initial(Q.V1, dcid, b"", 0, Q.crypto(0, message), pad_to=1200,
+                           keys=Q.initial_keys(Q.V1, dcid, "client"))
+        reports += tracker.datagram(Datagram("10.0.0.1", port, "10.0.0.2", 443, packet,
+                                             1.0, port))
+    reports += tracker.finish()
+    assert sorted(r.report.client_port for r in reports) == [1001, 1002, 1003]

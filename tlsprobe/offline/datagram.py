@@ -93,6 +93,8 @@ class DatagramTracker(Generic[_C]):
         self.open: OrderedDict[ConversationKey, _C] = OrderedDict()
         self.connections = 0
         self.brief = False
+        #: conversations no longer followed (too many at once), to be reported
+        self.evicted: list[_C] = []
         #: makes a conversation's `--msg` trace (None: no trace; set by offline.udp)
         self.tracing: Callable[[], MessageTrace] | None = None
         #: a key log's secrets for a client random (set by offline.udp; None: no key log),
@@ -109,6 +111,21 @@ class DatagramTracker(Generic[_C]):
         if self.secrets is not None and hellos and self.secrets(hellos[0].random):
             self.keyed_count += 1
             self.not_decrypted[why] = self.not_decrypted.get(why, 0) + 1
+
+    def follow_new(self, conv: _C, most: int) -> None:
+        """A new conversation followed; past `most` at once, the oldest is no longer
+        followed, and is reported (at the next datagram) if it is worth a report: never
+        dropped silently."""
+        self.open[(conv.client, conv.server)] = conv
+        while len(self.open) > most:
+            _key, oldest = self.open.popitem(last=False)
+            if self.reportable(oldest):
+                self.evicted.append(oldest)
+
+    def drain(self) -> Iterator[Analyzed]:
+        """The reports of the conversations `follow_new` stopped following."""
+        while self.evicted:
+            yield self._build(self.evicted.pop(0))
 
     def traced(self, conv: _C) -> _C:
         """A new conversation, given its trace when one is asked for."""
@@ -151,6 +168,7 @@ class DatagramTracker(Generic[_C]):
 
     def finish(self) -> Iterator[Analyzed]:
         """End of the capture: the open conversations worth a report, then none kept."""
+        yield from self.drain()
         for conv in list(self.open.values()):
             if self.reportable(conv):
                 yield self._build(conv)

@@ -129,6 +129,7 @@ class DtlsTracker(DatagramTracker[Conversation]):
     def datagram(self, ev: Datagram, framing: str | None = None) -> Iterator[Analyzed]:
         """One datagram (its DTLS records; `framing`: what they were unwrapped from, said
         in the report of a conversation it starts)."""
+        yield from self.drain()
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
         conv, direction = None, CLIENT
         for key in ((src, dst), (dst, src)):
@@ -149,9 +150,7 @@ class DtlsTracker(DatagramTracker[Conversation]):
                                             self.caches))
             conv.facts.framing = framing
             self.connections += 1
-            self.open[(src, dst)] = conv
-            if len(self.open) > MAX_CONVERSATIONS:
-                self.open.popitem(last=False)
+            self.follow_new(conv, MAX_CONVERSATIONS)
         conv.last_ts, conv.last_frame = ev.ts, ev.frame
         conv.nbytes[direction] += len(ev.data)
         for ct, _version, epoch, fragment in records:

@@ -162,6 +162,7 @@ class QuicTracker(DatagramTracker[Conversation]):
         if version_salt(version) is None:
             self._unknown_version(src, dst, version, data)
             return
+        yield from self.drain()
         for code, version, dcid, _scid, packet, pn_offset, end in long_packets(data):
             if code == INITIAL:
                 conv = self._initial(src, dst, dcid, version, packet, pn_offset, end, ev)
@@ -331,9 +332,7 @@ class QuicTracker(DatagramTracker[Conversation]):
         if conv is None:
             return None, direction
         self.connections += 1
-        self.open[(conv.client, conv.server)] = self.traced(conv)
-        if len(self.open) > MAX_CONVERSATIONS:
-            self.open.popitem(last=False)
+        self.follow_new(self.traced(conv), MAX_CONVERSATIONS)
         return conv, direction
 
     @staticmethod
