@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+
+import pytest
+
 from tlsprobe.capture import Datagram
 from tlsprobe.engine.keyschedule import hkdf_expand_label, hkdf_extract
 from tlsprobe.offline.dtls import DtlsTracker, dtls_records, tls_form
@@ -154,3 +160,90 @@ def test_server_initial_answering_a_client_initial_cut_by_the_snaplen(run_cli,
                                "tls.handshake.ciphersuite"], capture_output=True, text=True,
                               timeout=60, check=True).stdout.split()
         assert seen == ["2", "0x1301"]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_pcap_msg_traces_a_dtls_handshake_as_tshark_reads_it(captures_dir, run_cli) -> None:
+    # `pcap --msg` printed nothing for a DTLS (or QUIC) connection: its handshake
+    # messages are now traced, in the order tshark reads them
+    path = captures_dir / "wireshark" / "test-captures" / "snakeoil-dtls.pcap"
+    res = run_cli("pcap", path, "--msg")
+    assert res.returncode == 0, res.stderr
+    traced = [line.rsplit(", ", 1)[1] for line in res.stdout.splitlines()
+              if line[:4] in (">>> ", "<<< ")]
+    shark = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e",
+                            "dtls.handshake.type"], capture_output=True, text=True, timeout=60)
+    types = [int(t) for line in shark.stdout.split() for t in line.split(",")]
+    names = {1: "ClientHello", 2: "ServerHello", 3: "HelloVerifyRequest", 11: "Certificate",
+             14: "ServerHelloDone", 16: "ClientKeyExchange"}
+    assert traced == [names[t] for t in types], (traced, types)
+    assert "      msg_type client_hello (1) at +0" in res.stdout.splitlines()
+    back = run_cli("pcap", path, "--msg", "--json")
+    [conn] = json.loads(back.stdout)["connections"]
+    assert [line for line in conn["trace"] if line[:4] in (">>> ", "<<< ")] == \
+        [line for line in res.stdout.splitlines() if line[:4] in (">>> ", "<<< ")]
+
+
+def test_pcap_msg_traces_tls_inside_openvpn_over_udp(captures_dir, run_cli) -> None:
+    # the TLS records of an OpenVPN control channel over UDP were read but not traced
+    path = captures_dir / "wireshark" / "wiki" / "SampleCaptures" / \
+        "OpenVPN_UDP_tls-auth.pcapng"
+    res = run_cli("pcap", path, "--msg", "--json")
+    assert res.returncode == 0, res.stderr
+    traced = json.loads(res.stdout)["connections"]
+    plain = json.loads(run_cli("pcap", path, "--json").stdout)["connections"]
+    assert len(traced) == len(plain) == 2
+    for conn, same in zip(traced, plain):
+        heads = [line for line in conn.pop("trace") if line[:4] in (">>> ", "<<< ")]
+        assert conn == same       # the Flow reader reads what the fast one does
+        assert heads[:4] == [">>> TLS 1.0, RecordHeader [length 0005]",
+                             ">>> TLS 1.0, Handshake [length 00dd], ClientHello",
+                             "<<< TLS 1.0, RecordHeader [length 0005]",
+                             "<<< TLS 1.0, Handshake [length 003a], ServerHello"], heads
+
+
+@pytest.mark.parametrize("capture, why", [
+    (("wireshark", "test-captures", "snakeoil-dtls.pcap"),
+     "DTLS: its protected records are not decrypted, only what it sends in clear is read "
+     "(tshark -o tls.keylog_file:FILE decrypts them)"),
+    (("wireshark", "wiki", "SampleCaptures", "OpenVPN_UDP_tls-auth.pcapng"),
+     "OpenVPN over UDP: its TLS records are not decrypted (tshark -o tls.keylog_file:FILE "
+     "decrypts them)")])
+def test_a_key_log_with_secrets_of_udp_handshakes_is_not_said_to_match_nothing(
+        captures_dir, run_cli, tmp_path, capture, why) -> None:
+    # tlsprobe does not decrypt DTLS records nor TLS over OpenVPN's UDP control channel;
+    # with the key log holding the connections' master secrets, `pcap --keylog` said "no
+    # key matched any connection", which was false
+    path = captures_dir.joinpath(*capture)
+    conns = json.loads(run_cli("pcap", path, "--json").stdout)["connections"]
+    keylog = tmp_path / "keys.log"
+    keylog.write_text("".join(f"CLIENT_RANDOM {c['client_random']} {'ab' * 48}\n"
+                              for c in conns))
+    res = run_cli("pcap", path, "--keylog", keylog)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip() == (f"tlsprobe: note: {path}: keylog {keylog}: {len(conns)} "
+                                  f"connection(s) not decrypted: {why}")
+    keylog.write_text(f"CLIENT_RANDOM {'00' * 32} {'ab' * 48}\n")
+    res = run_cli("pcap", path, "--keylog", keylog)
+    assert res.stderr.strip().endswith(f"keylog {keylog}: no key matched any connection")
+
+
+def test_conversations_past_the_bound_are_reported_not_dropped(monkeypatch) -> None:
+    # past MAX_CONVERSATIONS open QUIC handshakes the oldest was dropped without a report
+    # (a handshake waiting for its client Finished in a key log's Handshake packets waits
+    # longer now): it is reported when it stops being followed
+    from tests.offline import quicbuild as Q
+    from tlsprobe.offline import quic as quic_module
+    from tlsprobe.offline.quic import QuicTracker
+    monkeypatch.setattr(quic_module, "MAX_CONVERSATIONS", 2)
+    tracker = QuicTracker("x")
+    _hello, message = Q.client_hello()
+    reports = []
+    for port in (1001, 1002, 1003):
+        dcid = bytes([port % 256]) * 8
+        packet = Q.initial(Q.V1, dcid, b"", 0, Q.crypto(0, message), pad_to=1200,
+                           keys=Q.initial_keys(Q.V1, dcid, "client"))
+        reports += tracker.datagram(Datagram("10.0.0.1", port, "10.0.0.2", 443, packet,
+                                             1.0, port))
+    reports += tracker.finish()
+    assert sorted(r.report.client_port for r in reports) == [1001, 1002, 1003]

@@ -252,7 +252,7 @@ def test_many_tiny_crypto_frames_in_reverse_cost_little() -> None:
     O(log n), not by re-sorting everything waiting (which took minutes)."""
     import time
 
-    from tlsprobe.offline.quic import _Side
+    from tlsprobe.offline.quic import CryptoStream as _Side
     side = _Side()
     data = bytes(range(256)) * 80
     start = time.process_time()

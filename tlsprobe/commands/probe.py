@@ -22,6 +22,7 @@ from tlsprobe.errors import EXIT_OK, UsageError, exit_code_for, os_error_text
 if TYPE_CHECKING:
     from tlsprobe.commands.probe_quic import QuicProbe
     from tlsprobe.engine.config import ClientConfig
+    from tlsprobe.engine.keylog import KeyLogAppender
     from tlsprobe.probes.probe import ProbeRun
 
 # The parser is built without importing the engine, the registry or `cryptography` (that
@@ -173,7 +174,8 @@ def _check_files(args: argparse.Namespace) -> None:
             raise UsageError(f"{option} {path}: is a directory")
 
 
-def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None) -> None:
+def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None,
+                   keylog: KeyLogAppender | None = None) -> None:
     if args.json_out:
         from tlsprobe.commands.common import write_json_out
         write_json_out(args.json_out, [run_.result.to_json()])
@@ -183,12 +185,13 @@ def _write_outputs(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | N
               "stopped before any secret was derived (TLS 1.2 and older with "
               "--first-flight-only stop before the ClientKeyExchange)", file=sys.stderr)
     if args.keylog and run_.keylog_lines:
-        from tlsprobe.engine.keylog import KeyLogWriter
-        try:
-            with KeyLogWriter(args.keylog) as writer:
-                writer.write_lines(run_.keylog_lines)
-        except OSError as exc:
-            raise UsageError(f"--keylog {args.keylog}: {os_error_text(exc)}") from None
+        from tlsprobe.engine.keylog import KeyLogAppender
+        if keylog is None:
+            keylog = KeyLogAppender(args.keylog)
+        keylog(run_.keylog_lines)   # those not written as the handshake ended
+        keylog.close()
+        if keylog.error is not None:
+            raise UsageError(f"--keylog {args.keylog}: {os_error_text(keylog.error)}")
     if args.pcap_out and quic is not None:   # the UDP datagrams (commands/probe_quic.py)
         try:
             quic.write_pcap(args.pcap_out)
@@ -232,10 +235,22 @@ def run(args: argparse.Namespace) -> int:
     if request.starttls_note is not None:
         print(request.starttls_note, file=sys.stderr)
     from tlsprobe.probes.probe import run_probe
-    run_ = run_probe(request.target, request.options(annotate=args.msg), connect=connect)
+    keylog = None
+    if args.keylog and quic is None:   # written as the handshake ends, before the close:
+        from tlsprobe.engine.keylog import (
+            KeyLogAppender,  # a capture beside us decrypts
+        )
+        from tlsprobe.net.recording import SECRETS
+        keylog = KeyLogAppender(args.keylog)
+        token = SECRETS.set(keylog)
+    try:
+        run_ = run_probe(request.target, request.options(annotate=args.msg), connect=connect)
+    finally:
+        if keylog is not None:
+            SECRETS.reset(token)
     if quic is not None:
         run_ = quic.adjust(run_)
-    return _report(args, run_, quic)
+    return _report(args, run_, quic, keylog)
 
 
 def _hello_notes(config: ClientConfig) -> None:
@@ -250,7 +265,8 @@ def _hello_notes(config: ClientConfig) -> None:
               "as asked, a server may refuse it with illegal_parameter", file=sys.stderr)
 
 
-def _report(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None) -> int:
+def _report(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None,
+            keylog: KeyLogAppender | None = None) -> int:
     """The trace (--msg), the result (table or JSON), the output files; the exit code."""
     from tlsprobe.report.escape import shown
     from tlsprobe.report.trace import TraceFormatter
@@ -275,7 +291,7 @@ def _report(args: argparse.Namespace, run_: ProbeRun, quic: QuicProbe | None) ->
         if quic is not None:
             quic.print_summary(out)
     try:
-        _write_outputs(args, run_, quic)
+        _write_outputs(args, run_, quic, keylog)
     except UsageError as exc:
         print(f"tlsprobe: error: {shown(str(exc))}", file=sys.stderr)
         if not result.error:

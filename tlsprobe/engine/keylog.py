@@ -110,6 +110,35 @@ class KeyLogWriter:
         self.close()
 
 
+class KeyLogAppender:
+    """Key log lines appended to `path` as they come (`__call__`), each once; the file is
+    made with the first line. An error opening or writing it is kept in `error`, for the
+    caller to report at the end, and never raised into the handshake that gave the lines."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.written: set[str] = set()
+        self.error: OSError | None = None
+        self._writer: KeyLogWriter | None = None
+
+    def __call__(self, lines: Iterable[str]) -> None:
+        new = [line for line in dict.fromkeys(lines) if line not in self.written]
+        if not new or self.error is not None:
+            return
+        try:
+            if self._writer is None:
+                self._writer = KeyLogWriter(self.path)
+            self._writer.write_lines(new)
+        except OSError as exc:
+            self.error = exc
+            return
+        self.written.update(new)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
 @dataclass
 class KeyLog:
     """Parsed key log: secrets by client random, then by label.

@@ -75,21 +75,24 @@ def drive(handshake: Handshake, transport: Transport, deadline: float, *,
     """Run `handshake` over `transport` until it is done, the server closes, or `until`;
     by `deadline`. Raises HandshakeFailure or NetworkError (see the module docstring)."""
     seen = progress if progress is not None else Progress()
-    _send(transport, handshake.start())
-    while not handshake.done:
-        data = transport.receive(deadline)
-        if not data:
-            seen.closed = True
-            handshake.connection_closed()
-            break
-        if seen.check(data):
-            _complete(transport, seen, deadline)
-            raise seen.failure()
-        out = handshake.receive(data)
-        if until is not None and until(handshake):
-            break
-        _send(transport, out)
-    return seen
+    try:
+        _send(transport, handshake.start())
+        while not handshake.done:
+            data = transport.receive(deadline)
+            if not data:
+                seen.closed = True
+                handshake.connection_closed()
+                break
+            if seen.check(data):
+                _complete(transport, seen, deadline)
+                raise seen.failure()
+            out = handshake.receive(data)
+            if until is not None and until(handshake):
+                break
+            _send(transport, out)
+        return seen
+    finally:
+        _keep_secrets(handshake)
 
 
 async def adrive(handshake: Handshake, transport: AsyncTransport, deadline: float, *,
@@ -131,11 +134,15 @@ async def adrive(handshake: Handshake, transport: AsyncTransport, deadline: floa
 def _keep_secrets(handshake: Handshake) -> None:
     """A recorded connection (`scan --keylog FILE`: the current tape) keeps the secrets of
     every handshake driven on it, those of the active checks, which drive their own
-    engines, as well as the audit's jobs'."""
-    from tlsprobe.net.recording import TAPE
+    engines, as well as the audit's jobs'; a key log written as the handshakes end (the
+    probe's `--keylog`: `SECRETS`) gets them before the connection is closed."""
+    from tlsprobe.net.recording import SECRETS, TAPE
     tape = TAPE.get()
     if tape is not None:
         tape.add_secrets(handshake.keylog_lines)
+    sink = SECRETS.get()
+    if sink is not None and handshake.keylog_lines:
+        sink(handshake.keylog_lines)
 
 
 async def aclose(handshake: Handshake, transport: AsyncTransport, deadline: float) -> None:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from tlsprobe.net.starttls import PreambleRecord
     from tlsprobe.session.flow import Event
 
-__all__ = ["TAPE", "AsyncRecorder", "Recording", "RecordingConnector", "Tape",
+__all__ = ["SECRETS", "TAPE", "AsyncRecorder", "Recording", "RecordingConnector", "Tape",
            "note_preamble", "taping"]
 
 
@@ -87,6 +87,12 @@ class Tape:
 
 #: the tape of the connection the current task is opening (None: nothing is recorded)
 TAPE: ContextVar[Tape | None] = ContextVar("tlsprobe_tape", default=None)
+#: where the key log lines of each handshake go as soon as its drive ends, before the
+#: connection is closed (the probe's `--keylog`: a capture running beside it, `tlsprobe
+#: pcap -i` or Wireshark, finds the keys while the connection is still open; None: the
+#: lines are only kept for the end)
+SECRETS: ContextVar[Callable[[Sequence[str]], None] | None] = ContextVar(
+    "tlsprobe_secrets", default=None)
 
 
 class Recording:

@@ -44,6 +44,7 @@ from tlsprobe.offline.udp import UdpHandshakes
 if TYPE_CHECKING:
     from tlsprobe.capture.live import LiveCapture
     from tlsprobe.engine.keylog import KeyLog
+    from tlsprobe.offline.datagram_trace import MessageTrace
     from tlsprobe.offline.flowreader import FlowReader, FormatterFactory
 
 MAX_GAP_NOTES: Final = 256  # connections whose lost handshake messages are remembered for notes
@@ -238,7 +239,10 @@ class CaptureAnalysis:
         #: connections reported when their handshake was decided, until their close
         self._decided: set[int] = set()
         self._released = False
-        self._udp = UdpHandshakes(self.name, self.caches, self.options.brief, self._keyed)
+        self._udp = UdpHandshakes(
+            self.name, self.caches, self.options.brief, self._logged,
+            self._message_trace if self.options.trace and self.options.trace_formatter
+            else None)
 
     # -- readers --------------------------------------------------------------------------
     def _new(self, key: ConnKey, ts: float, frame: int, data: bytes = b"") -> Connection:
@@ -509,17 +513,34 @@ class CaptureAnalysis:
         if given is None:
             return []
         name = f"keylog {given.source}" if given.source else "keylog"
+        before = given.usable
+        if given.follower is not None:   # what it holds now, not at its last lookup
+            given.follower.read_more(given)
         limits = keylog_limits_note(name, given)
         if not given.usable:
             bad = f" ({given.bad_lines} malformed)" if given.bad_lines else ""
             return [f"{name}: 0 usable lines{bad}", *limits]
-        return keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
-                         self._udp.quic_keyed()) + limits
+        notes = keys_note(name, self.tls_connections, self.keys_matched, self.undecrypted,
+                          *self._udp.keyed())
+        if given.usable > before and notes and notes[0].endswith("no key matched any "
+                                                                 "connection"):
+            notes = [(f"{name}: no key matched a connection while it was read; "
+                      f"{given.usable - before} session(s) were logged after (keys written "
+                      "once a connection is over come too late for a live capture)")]
+        return notes + limits
 
-    def _keyed(self, client_random: bytes) -> bool:
-        """Whether the key log (the --keylog file and keys embedded so far) has secrets
-        for this client random."""
-        return self.keylog is not None and self.keylog.secrets(client_random) is not None
+    def _message_trace(self) -> MessageTrace:
+        """A datagram conversation's `--msg` trace (QUIC, DTLS: their handshake messages)."""
+        from tlsprobe.offline.datagram_trace import MessageTrace
+        opts = self.options
+        assert opts.trace_formatter is not None
+        return MessageTrace(opts.trace_formatter(hex_limit=opts.hex_limit),
+                            opts.max_trace_records)
+
+    def _logged(self, client_random: bytes) -> dict[str, bytes] | None:
+        """The secrets the key log (the --keylog file and keys embedded so far) has for
+        this client random."""
+        return self.keylog.secrets(client_random) if self.keylog is not None else None
 
 
 def analyze(source: str, options: AnalyzerOptions | None = None,

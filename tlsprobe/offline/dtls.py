@@ -68,6 +68,11 @@ class _Message:
         self.have: set[int] = set()   # fragment offsets received (a message has few)
 
 
+#: why a DTLS handshake whose secrets the key log has is not decrypted (a note's text)
+NOT_DECRYPTED: Final = ("DTLS: its protected records are not decrypted, only what it sends "
+                        "in clear is read (tshark -o tls.keylog_file:FILE decrypts them)")
+
+
 class Conversation(_Conversation):
     """One DTLS handshake: its messages being rebuilt from fragments."""
 
@@ -108,8 +113,7 @@ class Conversation(_Conversation):
                 del self.pending[direction][seq]
                 self.filled.pop(key, None)
                 self.done_seq[direction].add(seq)
-                self.facts.on_message(direction, tls_form(msg_type, bytes(msg.body)), ts,
-                                      frame)
+                self.message(direction, tls_form(msg_type, bytes(msg.body)), ts, frame)
 
 
 class DtlsTracker(DatagramTracker[Conversation]):
@@ -118,9 +122,14 @@ class DtlsTracker(DatagramTracker[Conversation]):
     protocol = "dtls"
     transport = "dtls"
 
+    def _build(self, conv: Conversation) -> Analyzed:
+        self.keys_unused(conv, NOT_DECRYPTED)
+        return super()._build(conv)
+
     def datagram(self, ev: Datagram, framing: str | None = None) -> Iterator[Analyzed]:
         """One datagram (its DTLS records; `framing`: what they were unwrapped from, said
         in the report of a conversation it starts)."""
+        yield from self.drain()
         src, dst = (ev.src, ev.sport), (ev.dst, ev.dport)
         conv, direction = None, CLIENT
         for key in ((src, dst), (dst, src)):
@@ -137,12 +146,11 @@ class DtlsTracker(DatagramTracker[Conversation]):
                 return
             if records[0][3][:1] == b"\x02":
                 src, dst, direction = dst, src, SERVER
-            conv = Conversation(self.connections, src, dst, ev.ts, ev.frame, self.caches)
+            conv = self.traced(Conversation(self.connections, src, dst, ev.ts, ev.frame,
+                                            self.caches))
             conv.facts.framing = framing
             self.connections += 1
-            self.open[(src, dst)] = conv
-            if len(self.open) > MAX_CONVERSATIONS:
-                self.open.popitem(last=False)
+            self.follow_new(conv, MAX_CONVERSATIONS)
         conv.last_ts, conv.last_frame = ev.ts, ev.frame
         conv.nbytes[direction] += len(ev.data)
         for ct, _version, epoch, fragment in records:
@@ -152,7 +160,7 @@ class DtlsTracker(DatagramTracker[Conversation]):
             elif ct == 22:
                 conv.handshake(direction, fragment, ev.ts, ev.frame)
             elif ct == 21 and len(fragment) == 2:
-                conv.facts.alert(direction, fragment[0], fragment[1])
+                conv.alert(direction, fragment[0], fragment[1])
             elif ct == 20:
                 conv.facts.change_cipher_spec(direction)
         if conv.encrypted[0] and conv.encrypted[1]:

@@ -374,8 +374,9 @@ class Facts:
                 self.ticket_lifetime = ticket_lifetime(msg)
             elif t == EE and direction == SERVER:
                 self._encrypted_extensions(msg, decoded)
-            elif t == CV and direction == SERVER and decoded is not None:
-                cv = decoded.message
+            elif t == CV and direction == SERVER and (decoded is not None or decrypted):
+                # (decrypted without a decoded message: a QUIC Handshake packet's)
+                cv = (decoded or decode_handshake(msg, self.context(SERVER))).message
                 self.signature_scheme = cv.algorithm if isinstance(cv, CertificateVerify) \
                     else None
             elif t == FIN and decrypted:

@@ -212,6 +212,19 @@ class FlowReader:
                 self._feed(half, data, ts, frame)
 
     # -- input ---------------------------------------------------------------------------
+    def feed_side(self, direction: int, data: bytes, ts: float, frame: int) -> None:
+        """`feed` the half at index `direction` (a session whose sides never swap), unless
+        it only counts bytes now."""
+        half = self.halves[direction]
+        if not half.counting:
+            self.feed(half, data, ts, frame)
+
+    def gap_side(self, direction: int, ts: float, frame: int) -> None:
+        """`gap` on the half at index `direction`, unless it only counts bytes now."""
+        half = self.halves[direction]
+        if not half.counting:
+            self.gap(half, ts, frame)
+
     def gap(self, half: FlowHalf, ts: float = 0.0, frame: int = 0) -> None:
         if half.counting:
             return

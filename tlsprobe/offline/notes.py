@@ -3,7 +3,7 @@ capture layer evicted, connections whose logged keys could not be used."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from tlsprobe.capture import CaptureStats
 
@@ -52,20 +52,16 @@ def undecrypted_note(undecrypted: dict[tuple[str, str], int]) -> str:
     return f"{total} connection(s) not decrypted: {'; '.join(parts)}"
 
 
-#: why a QUIC handshake whose secrets are logged is not decrypted (docs/QUIC.md)
-QUIC_NOT_DECRYPTED: Final = ("QUIC: only its Initial packets are read (tshark -o "
-                      "tls.keylog_file:FILE decrypts the Handshake packets)")
-
-
 def keys_note(name: str, tls_connections: int, keys_matched: int,
-              undecrypted: dict[tuple[str, str], int], quic_keyed: int) -> list[str]:
+              undecrypted: dict[tuple[str, str], int], udp_keyed: int = 0,
+              udp_undecrypted: dict[str, int] | None = None) -> list[str]:
     """What a usable key log gave: no key for any connection, or the connections whose
-    keys it has but that were not decrypted (`quic_keyed`: QUIC handshakes, whose
-    Handshake packets are not read), else nothing."""
-    if tls_connections and not keys_matched and not quic_keyed:
+    keys it has but that were not decrypted (`udp_keyed`: QUIC and DTLS handshakes it had
+    secrets for; `udp_undecrypted`: why some of them were not decrypted), else nothing."""
+    if tls_connections and not keys_matched and not udp_keyed:
         return [f"{name}: no key matched any connection"]
-    if quic_keyed:
-        undecrypted = {**undecrypted, ("", QUIC_NOT_DECRYPTED): quic_keyed}
+    if udp_undecrypted:
+        undecrypted = {**undecrypted, **{("", why): n for why, n in udp_undecrypted.items()}}
     return [f"{name}: {undecrypted_note(undecrypted)}"] if undecrypted else []
 
 

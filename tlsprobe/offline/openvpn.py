@@ -4,6 +4,7 @@ fast reader (the packets are unwrapped by offline.openvpn_channel)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from tlsprobe.capture import Datagram
 from tlsprobe.offline.caches import AnalysisCaches
@@ -18,6 +19,9 @@ from tlsprobe.offline.openvpn_channel import (
     is_reset,
 )
 
+if TYPE_CHECKING:
+    from tlsprobe.offline.flowreader import FlowReader
+
 __all__ = ["TLS_CRYPT", "ControlChannel", "OpenVpnTracker", "is_reset"]
 
 
@@ -30,9 +34,12 @@ class _Session(Conversation):
                  frame: int, caches: AnalysisCaches | None = None) -> None:
         super().__init__(sid, client, server, ts, frame, caches)
         self.facts.framing = "openvpn"
-        self.reader = FastReader(self.facts)
+        self.reader: FastReader | FlowReader = FastReader(self.facts)
         self.channels = (ControlChannel(False), ControlChannel(False))
         self.confirmed = False  # the server's hard reset answered the client's, or TLS found
+
+    def trace_lines(self) -> list[str] | None:
+        return self.reader.trace_lines()
 
 
 class OpenVpnTracker(SessionTracker[_Session]):
@@ -50,6 +57,7 @@ class OpenVpnTracker(SessionTracker[_Session]):
                 return
             session = _Session(self.connections, (ev.src, ev.sport), (ev.dst, ev.dport),
                                ev.ts, ev.frame, self.caches)
+            session.reader = self.stream_reader(session.facts)
             self.follow(session)
             direction = CLIENT
             if len(self.open) > MAX_SESSIONS:
@@ -65,9 +73,7 @@ class OpenVpnTracker(SessionTracker[_Session]):
         tls = channel.packet(ev.data)
         if tls:
             session.confirmed = True
-            half = session.reader.halves[direction]
-            if not half.counting:
-                session.reader.feed(half, tls, ev.ts, ev.frame)
+            session.reader.feed_side(direction, tls, ev.ts, ev.frame)
         if channel.data_packets and session.channels[1 - direction].data_packets:
             self.unfollow(session)
             if session.confirmed:
@@ -80,6 +86,8 @@ class OpenVpnTracker(SessionTracker[_Session]):
             why = "no TLS record found in the control channel: " + TLS_CRYPT
         if why is not None:
             session.facts.problem(f"OpenVPN: {why}")
+        self.keys_unused(session, "OpenVPN over UDP: its TLS records are not decrypted "
+                                  "(tshark -o tls.keylog_file:FILE decrypts them)")
         return super()._build(session)
 
     def reportable(self, conv: _Session) -> bool:

@@ -1,21 +1,23 @@
-"""QUIC Initial packets: the ClientHello and ServerHello of each QUIC handshake.
+"""QUIC handshakes: the ClientHello and ServerHello of their Initial packets, and with a
+key log the rest of the handshake in their Handshake packets.
 
-The packets are opened with the version's public Initial keys (`quic_packets`: versions,
-salts, long headers, CRYPTO frames); the CRYPTO frames (possibly out of order and over
-several packets) are reassembled into the TLS handshake messages, which go to the same
-`Facts` as TCP connections. A conversation (two UDP endpoints and the original DCID) is
-reported once its ServerHello is read, or at the end of the capture. The keys follow the
-handshake: a Retry (new DCID) or Version Negotiation (new version) restarts it with new
-ones, a server answering in another version (RFC 9368) goes on with that version's.
-Bounded: at most `MAX_CONVERSATIONS` open conversations and `MAX_CRYPTO` bytes of CRYPTO
-data per side.
+The Initial packets are opened with the version's public Initial keys (`quic_packets`:
+versions, salts, long headers, CRYPTO frames); the CRYPTO frames are reassembled into TLS
+handshake messages (`quic_conversation`), which go to the same `Facts` as TCP connections.
+Once the ServerHello is read, a key log with the connection's handshake traffic secrets
+gives the Handshake packets' keys (`quic_handshake`). A conversation (two UDP endpoints and
+the original DCID) is reported when its handshake is decided: at its ServerHello without
+those keys, at the client's Finished with them, at a CONNECTION_CLOSE carrying a TLS alert,
+or at the end of the capture. The Initial keys follow the handshake: a Retry (new DCID) or
+Version Negotiation (new version) restarts it with new ones, a server answering in another
+version (RFC 9368) goes on with that version's. Bounded: at most `MAX_CONVERSATIONS` open
+conversations and `MAX_CRYPTO` bytes of CRYPTO data per side and packet-number space.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Final
 
 from tlsprobe.capture import Datagram
@@ -26,10 +28,20 @@ from tlsprobe.offline.datagram import (
     DatagramTracker,
     Endpoint,
 )
-from tlsprobe.offline.datagram import Conversation as _Conversation
 from tlsprobe.offline.facts import CLIENT, SERVER
+from tlsprobe.offline.quic_conversation import (
+    MAX_CRYPTO,
+    Conversation,
+    CryptoStream,
+    frames,
+    read_handshake,
+)
+from tlsprobe.offline.quic_handshake import MAX_HELD, HandshakeKeys, handshake_keys
 from tlsprobe.offline.quic_packets import (
+    CRYPTO,
     GOOGLE_SALTS,
+    HANDSHAKE,
+    INITIAL,
     MVFST_DRAFTS,
     QUIC_CRYPTO_VERSIONS,
     QUIC_V1,
@@ -44,92 +56,18 @@ from tlsprobe.offline.quic_packets import (
     cut_initial,
     draft_of,
     initial_packets,
+    long_packets,
     version_salt,
 )
 
-__all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "QUIC_V1", "QUIC_V2", "SALT_DRAFT22", "SALT_DRAFT23",
-           "SALT_DRAFT29", "SALT_V1", "SALT_V2", "InitialKeys", "QuicTracker", "crypto_frames",
-           "draft_of", "initial_packets", "version_salt"]
+__all__ = ["GOOGLE_SALTS", "MAX_CRYPTO", "MVFST_DRAFTS", "QUIC_V1", "QUIC_V2", "SALT_DRAFT22",
+           "SALT_DRAFT23", "SALT_DRAFT29", "SALT_V1", "SALT_V2", "Conversation", "CryptoStream",
+           "InitialKeys", "QuicTracker", "crypto_frames", "draft_of", "initial_packets",
+           "version_salt"]
 
 MAX_CONVERSATIONS: Final = 4096
-MAX_CRYPTO: Final = 1 << 16
 MAX_DONE: Final = 65536
 MAX_LISTED: Final = 8  # flows named in the note on connections of unknown versions
-
-
-class _Side:
-    """One direction's CRYPTO stream: ranges in any order (out-of-order frames, several
-    packets), handed on once contiguous. Waiting ranges are kept in a heap of offsets: each
-    costs O(log n) to place and O(log n) to take off once the stream reaches it."""
-
-    __slots__ = ("done_to", "messages", "size", "starts", "waiting")
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []          # offsets of the waiting ranges, a heap
-        self.waiting: dict[int, bytes] = {}  # offset -> the longest range seen there
-        self.done_to = 0
-        self.messages = bytearray()
-        self.size = 0
-
-    def add(self, offset: int, data: bytes) -> bytes:
-        """Store a CRYPTO range; returns the newly contiguous bytes."""
-        if offset + len(data) <= self.done_to or not data or self.size > MAX_CRYPTO:
-            return b""
-        known = self.waiting.get(offset)
-        if known is None:
-            heapq.heappush(self.starts, offset)
-        elif len(known) >= len(data):
-            return b""
-        self.waiting[offset] = data
-        self.size += len(data)
-        out = bytearray()
-        starts, waiting = self.starts, self.waiting
-        while starts and starts[0] <= self.done_to:
-            start = heapq.heappop(starts)
-            chunk = waiting.pop(start)
-            if start + len(chunk) > self.done_to:
-                out += chunk[self.done_to - start:]
-                self.done_to = start + len(chunk)
-        return bytes(out)
-
-
-class Conversation(_Conversation):
-    """One QUIC handshake: its Initial keys and CRYPTO streams."""
-
-    __slots__ = ("dcid", "dcids", "keys", "sides", "version")
-
-    def __init__(self, cid: int, client: tuple[str, int], server: tuple[str, int],
-                 dcid: bytes, version: int, ts: float, frame: int,
-                 caches: AnalysisCaches | None = None) -> None:
-        super().__init__(cid, client, server, ts, frame, caches)
-        self.dcid, self.version = dcid, version
-        self.dcids = [dcid]   # every DCID the client's Initials used (a Retry adds one)
-        self.sides = (_Side(), _Side())
-        self.keys = {CLIENT: InitialKeys(dcid, version, "client"),
-                     SERVER: InitialKeys(dcid, version, "server")}
-
-    def rekey(self, dcid: bytes, version: int, *, restart: bool) -> None:
-        """Initial keys of another DCID or version; `restart`: the client begins a new
-        handshake (its CRYPTO streams start again at offset 0)."""
-        self.dcid, self.version = dcid, version
-        if dcid not in self.dcids and len(self.dcids) < 4:
-            self.dcids.append(dcid)
-        self.keys = {CLIENT: InitialKeys(dcid, version, "client"),
-                     SERVER: InitialKeys(dcid, version, "server")}
-        if restart:
-            self.sides = (_Side(), _Side())
-
-    def crypto(self, direction: int, offset: int, data: bytes, ts: float, frame: int) -> None:
-        side = self.sides[direction]
-        side.messages += side.add(offset, data)
-        msgs = side.messages
-        while len(msgs) >= 4:
-            size = 4 + int.from_bytes(msgs[1:4], "big")
-            if size > MAX_CRYPTO or len(msgs) < size:
-                break
-            msg = bytes(msgs[:size])
-            del msgs[:size]
-            self.facts.on_message(direction, msg, ts, frame)
 
 
 class _Candidate:
@@ -212,10 +150,6 @@ class QuicTracker(DatagramTracker[Conversation]):
         #: the bytes captured)
         self.cut: OrderedDict[ConversationKey, tuple[int, bytes, float, int, int]] = \
             OrderedDict()
-        #: whether a key log holds a client random's secrets (set by offline.udp), and the
-        #: reported handshakes it did: their Handshake packets are not decrypted here
-        self.keyed: Callable[[bytes], bool] | None = None
-        self.keyed_count = 0
 
     def datagram(self, ev: Datagram) -> Iterator[Analyzed]:
         data = ev.data
@@ -228,23 +162,92 @@ class QuicTracker(DatagramTracker[Conversation]):
         if version_salt(version) is None:
             self._unknown_version(src, dst, version, data)
             return
-        for version, dcid, _scid, packet, pn_offset, end in initial_packets(data):
-            conv, direction = self._conversation(src, dst, dcid, version, packet, pn_offset,
-                                                 end, ev)
-            if conv is None:
+        yield from self.drain()
+        for code, version, dcid, _scid, packet, pn_offset, end in long_packets(data):
+            if code == INITIAL:
+                conv = self._initial(src, dst, dcid, version, packet, pn_offset, end, ev)
+            elif code == HANDSHAKE and self.secrets is not None:
+                conv = self._handshake(src, dst, packet, pn_offset, ev)
+            else:
                 continue
-            conv.last_ts, conv.last_frame = ev.ts, ev.frame
-            conv.nbytes[direction] += len(packet)
-            if conv.version in QUIC_CRYPTO_VERSIONS:
-                continue   # listed with the reason (see _conversation), nothing to read
-            try:
-                payload = self._open(conv, direction, dcid, version, packet, pn_offset, end)
-                for offset, chunk in crypto_frames(payload, version):
-                    conv.crypto(direction, offset, chunk, ev.ts, ev.frame)
-            except ValueError:
-                continue
-            if conv.facts.server_hello is not None:
+            if conv is not None and self._decided(conv):
                 yield from self._report(conv)
+
+    def _initial(self, src: Endpoint, dst: Endpoint, dcid: bytes, version: int,
+                 packet: bytes, pn_offset: int, end: int, ev: Datagram) -> Conversation | None:
+        """An Initial packet: its conversation (None: none followed) with its CRYPTO data
+        read."""
+        conv, direction = self._conversation(src, dst, dcid, version, packet, pn_offset,
+                                             end, ev)
+        if conv is None:
+            return None
+        conv.last_ts, conv.last_frame = ev.ts, ev.frame
+        conv.nbytes[direction] += len(packet)
+        if conv.version in QUIC_CRYPTO_VERSIONS:
+            return None   # listed with the reason (see _conversation), nothing to read
+        try:
+            payload = self._open(conv, direction, dcid, version, packet, pn_offset, end)
+            for ftype, offset, chunk in frames(payload, version):
+                if ftype == CRYPTO:
+                    conv.crypto(direction, offset, chunk, ev.ts, ev.frame)
+                else:
+                    conv.close(direction, offset, False)
+        except ValueError:
+            return None
+        return conv
+
+    def _handshake(self, src: Endpoint, dst: Endpoint, packet: bytes, pn_offset: int,
+                   ev: Datagram) -> Conversation | None:
+        """A Handshake packet of a followed conversation: opened with the key log's keys
+        (held while those are not known yet)."""
+        conv = self.open.get((src, dst))
+        direction = CLIENT
+        if conv is None:
+            conv, direction = self.open.get((dst, src)), SERVER
+            if conv is None:
+                return None
+        keys = conv.hs
+        if keys is None:   # before the ServerHello: kept if the key log can open it
+            hellos = conv.facts.client_hellos
+            if len(conv.held) < MAX_HELD and hellos and self.secrets is not None and \
+                    self.secrets(hellos[0].random):
+                conv.held.append((direction, packet, pn_offset, ev.ts, ev.frame))
+                conv.nbytes[direction] += len(packet)
+            return None
+        if not isinstance(keys, HandshakeKeys):
+            return None    # (not read: its bytes and frame are not the report's)
+        conv.last_ts, conv.last_frame = ev.ts, ev.frame
+        conv.nbytes[direction] += len(packet)
+        read_handshake(conv, keys, direction, packet, pn_offset, ev.ts, ev.frame)
+        return conv
+
+    def _decided(self, conv: Conversation) -> bool:
+        """Is the handshake decided: a TLS alert closed it, or its ServerHello was read and
+        either the key log cannot open its Handshake packets or the client's Finished was
+        read in them."""
+        f = conv.facts
+        if conv.closed:
+            return True
+        if f.server_hello is None:
+            return False
+        if conv.hs is None:
+            self._key(conv)
+        return not isinstance(conv.hs, HandshakeKeys) or f.finished[CLIENT]
+
+    def _key(self, conv: Conversation) -> None:
+        """The Handshake keys of a conversation whose ServerHello was read, from the key
+        log; the packets held before are read with them."""
+        f = conv.facts
+        hellos = f.client_hellos
+        secrets = self.secrets(hellos[0].random) if self.secrets is not None and hellos \
+            else None
+        conv.hs = keys = handshake_keys(secrets, f.cipher_suite, conv.version)
+        if not isinstance(keys, HandshakeKeys):
+            return
+        f.decrypted = True
+        held, conv.held = conv.held, []
+        for direction, packet, pn_offset, ts, frame in held:
+            read_handshake(conv, keys, direction, packet, pn_offset, ts, frame)
 
     def _unknown_version(self, src: tuple[str, int], dst: tuple[str, int], version: int,
                          data: bytes) -> None:
@@ -329,9 +332,7 @@ class QuicTracker(DatagramTracker[Conversation]):
         if conv is None:
             return None, direction
         self.connections += 1
-        self.open[(conv.client, conv.server)] = conv
-        if len(self.open) > MAX_CONVERSATIONS:
-            self.open.popitem(last=False)
+        self.follow_new(self.traced(conv), MAX_CONVERSATIONS)
         return conv, direction
 
     @staticmethod
@@ -365,9 +366,14 @@ class QuicTracker(DatagramTracker[Conversation]):
 
     def _build(self, conv: Conversation) -> Analyzed:
         conv.facts.quic_version = conv.version   # after any change of version (RFC 9368)
-        hellos = conv.facts.client_hellos
-        if self.keyed is not None and hellos and self.keyed(hellos[0].random):
+        if conv.hs is None and conv.facts.server_hello is not None:
+            self._key(conv)     # (reported at the end of the capture, say)
+        keys = conv.hs
+        if isinstance(keys, HandshakeKeys):
             self.keyed_count += 1
+        elif keys:
+            self.keyed_count += 1
+            self.not_decrypted[keys] = self.not_decrypted.get(keys, 0) + 1
         return super()._build(conv)
 
     def reportable(self, conv: Conversation) -> bool:

@@ -38,10 +38,33 @@ from tlsprobe.wire.quic import (
 )
 from tlsprobe.wire.quic import pull_varint as _varint
 
-__all__ = ["GOOGLE_SALTS", "MVFST_DRAFTS", "Q050", "QUIC_CRYPTO_VERSIONS", "QUIC_V1", "QUIC_V2",
-           "SALT_DRAFT22", "SALT_DRAFT23", "SALT_DRAFT29", "SALT_V1", "SALT_V2", "T050", "T051",
-           "InitialKeys", "crypto_frames", "cut_initial", "draft_of", "initial_packets",
-           "version_salt"]
+__all__ = [
+    "CONNECTION_CLOSE",
+    "CRYPTO",
+    "GOOGLE_SALTS",
+    "HANDSHAKE",
+    "INITIAL",
+    "MVFST_DRAFTS",
+    "Q050",
+    "QUIC_CRYPTO_VERSIONS",
+    "QUIC_V1",
+    "QUIC_V2",
+    "SALT_DRAFT22",
+    "SALT_DRAFT23",
+    "SALT_DRAFT29",
+    "SALT_V1",
+    "SALT_V2",
+    "T050",
+    "T051",
+    "InitialKeys",
+    "crypto_frames",
+    "cut_initial",
+    "draft_of",
+    "handshake_frames",
+    "initial_packets",
+    "long_packets",
+    "version_salt",
+]
 
 
 class InitialKeys:
@@ -92,6 +115,21 @@ def initial_packets(datagram: bytes) -> Iterator[tuple[int, bytes, bytes, bytes,
     coalesced in one datagram; stops at the first packet that is not one. The fixed bit
     (0x40) is not required: RFC 9287 lets a peer grease it, and the version (one this
     module knows) is what says the packet is QUIC."""
+    for code, version, dcid, scid, packet, pn_offset, end in long_packets(datagram):
+        if code == INITIAL:
+            yield version, dcid, scid, packet, pn_offset, end
+
+
+INITIAL: Final = 0     # the v1 type codes of long-header packets (RFC 9000 17.2)
+HANDSHAKE: Final = 2
+
+
+def long_packets(datagram: bytes
+                 ) -> Iterator[tuple[int, int, bytes, bytes, bytes, int, int]]:
+    """(v1 type code, version, dcid, scid, packet, pn_offset, end) of each long-header
+    packet (Initial 0, 0-RTT 1, Handshake 2, whatever the version's own bits) coalesced in
+    one datagram, in order; stops at a Retry, a short header or a version this module does
+    not know."""
     p = 0
     while p + 7 <= len(datagram) and datagram[p] & 0x80:
         start = p
@@ -105,13 +143,13 @@ def initial_packets(datagram: bytes) -> Iterator[tuple[int, bytes, bytes, bytes,
             return
         scid = datagram[p + 1:p + 1 + datagram[p]]
         p += 1 + datagram[p]
-        kind = (datagram[start] >> 4) & 0x03
-        initial = kind == (1 if version == QUIC_V2 else 0)
+        bits = (datagram[start] >> 4) & 0x03
+        code = (bits - 1) & 3 if version == QUIC_V2 else bits
         try:
-            if initial:
+            if code == INITIAL:
                 token_len, p = _varint(datagram, p)
                 p += token_len
-            elif kind == (0 if version == QUIC_V2 else 3):  # Retry: no length field
+            elif code == 3:  # Retry: no length field
                 return
             length, p = _varint(datagram, p)
         except ValueError:
@@ -119,8 +157,7 @@ def initial_packets(datagram: bytes) -> Iterator[tuple[int, bytes, bytes, bytes,
         end = p + length
         if end > len(datagram):
             return
-        if initial:
-            yield version, dcid, scid, datagram[start:end], p - start, end - start
+        yield code, version, dcid, scid, datagram[start:end], p - start, end - start
         p = end
 
 
@@ -129,10 +166,24 @@ def crypto_frames(payload: bytes, version: int = QUIC_V1) -> Iterator[tuple[int,
     if version in GOOGLE_SALTS:
         yield from _gquic_crypto_frames(payload)
         return
+    for ftype, offset, data in handshake_frames(payload):
+        if ftype != CONNECTION_CLOSE:
+            yield offset, data
+
+
+CRYPTO: Final = 0x06
+CONNECTION_CLOSE: Final = 0x1C
+
+
+def handshake_frames(payload: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """The frames of an Initial or Handshake packet's payload that carry something to read:
+    (CRYPTO, offset, data) and (CONNECTION_CLOSE, error code, reason phrase). PADDING, PING
+    and ACK are passed over; the walk ends at a frame these packets may not carry (RFC 9000
+    12.4) or at the end of a CONNECTION_CLOSE. Raises ValueError on a cut frame."""
     p = 0
     while p < len(payload):
         ftype = payload[p]
-        if ftype == 0x00 or ftype == 0x01:      # PADDING
+        if ftype == 0x00 or ftype == 0x01:      # PADDING, PING
             p += 1
         elif ftype in (0x02, 0x03):  # ACK
             _, p = _varint(payload, p + 1)
@@ -145,12 +196,18 @@ def crypto_frames(payload: bytes, version: int = QUIC_V1) -> Iterator[tuple[int,
             if ftype == 0x03:
                 for _ in range(3):
                     _, p = _varint(payload, p)
-        elif ftype == 0x06:    # CRYPTO
+        elif ftype == CRYPTO:
             offset, p = _varint(payload, p + 1)
             size, p = _varint(payload, p)
-            yield offset, payload[p:p + size]
+            yield CRYPTO, offset, payload[p:p + size]
             p += size
-        else:                  # CONNECTION_CLOSE or anything not allowed in Initial
+        elif ftype == CONNECTION_CLOSE:
+            code, p = _varint(payload, p + 1)
+            _, p = _varint(payload, p)        # the frame type that caused it
+            size, p = _varint(payload, p)
+            yield CONNECTION_CLOSE, code, payload[p:p + size]
+            return
+        else:                  # anything not allowed in Initial and Handshake packets
             return
 
 

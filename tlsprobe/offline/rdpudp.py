@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 from tlsprobe.offline.facts import CLIENT, SERVER
 from tlsprobe.offline.fast import MAX_HELD, FastReader
 
+if TYPE_CHECKING:
+    from tlsprobe.offline.flowreader import FlowReader
+
 PORT = 3389
 # MS-RDPEUDP 2.2.2.1 RDPUDP_FEC_HEADER uFlags
 SYN: Final = 0x0001
@@ -201,7 +204,7 @@ class _Session(Conversation):
                  frame: int, lossy: bool, caches: AnalysisCaches | None = None) -> None:
         super().__init__(sid, client, server, ts, frame, caches)
         self.facts.framing = "rdp-udp"
-        self.reader = FastReader(self.facts)
+        self.reader: FastReader | FlowReader = FastReader(self.facts)
         self.lossy = lossy
         self.handed = False  # a lossy session's DTLS was handed to the DTLS tracker
         self.dtls_started = False  # ... and a conversation of that tracker began with it
@@ -220,12 +223,20 @@ class _Session(Conversation):
             channel.release()
         self.reader.release()
 
+    def trace_lines(self) -> list[str] | None:
+        return self.reader.trace_lines()
+
 
 class RdpUdpTracker(SessionTracker[_Session]):
     """UDP datagrams of RDP-over-UDP sessions in, one report per session out."""
 
     protocol = "tls"
     transport = "tcp"
+
+    def _build(self, session: _Session) -> Analyzed:
+        self.keys_unused(session, "RDP over UDP: its TLS records are not decrypted "
+                                  "(tshark -o tls.keylog_file:FILE decrypts them)")
+        return super()._build(session)
 
     def __init__(self, file: str, caches: AnalysisCaches | None,
                  dtls: Callable[[], DtlsTracker]) -> None:
@@ -245,6 +256,7 @@ class RdpUdpTracker(SessionTracker[_Session]):
             lossy = bool(_BE16(data, 6)[0] & SYNLOSSY)
             session = _Session(self.connections, (ev.src, ev.sport), (ev.dst, ev.dport),
                                ev.ts, ev.frame, lossy, self.caches)
+            session.reader = self.stream_reader(session.facts)
             session.syn(CLIENT, data)
             self.follow(session)
             if len(self.open) > MAX_SESSIONS:
@@ -279,11 +291,10 @@ class RdpUdpTracker(SessionTracker[_Session]):
         channel = session.channels[direction]
         gaps = channel.gaps
         tls = channel.add(*got)
-        half = session.reader.halves[direction]
-        if channel.gaps != gaps and not half.counting:
-            session.reader.gap(half, ev.ts, ev.frame)
-        if tls and not half.counting:
-            session.reader.feed(half, tls, ev.ts, ev.frame)
+        if channel.gaps != gaps:
+            session.reader.gap_side(direction, ev.ts, ev.frame)
+        if tls:
+            session.reader.feed_side(direction, tls, ev.ts, ev.frame)
         halves = session.reader.halves
         if halves[0].counting and halves[1].counting:
             self.unfollow(session)

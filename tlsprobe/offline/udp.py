@@ -16,6 +16,7 @@ from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.datagram import Analyzed
 
 if TYPE_CHECKING:  # each imported when its first datagram comes
+    from tlsprobe.offline.datagram_trace import MessageTrace
     from tlsprobe.offline.dtls import DtlsTracker
     from tlsprobe.offline.openvpn import OpenVpnTracker
     from tlsprobe.offline.quic import QuicTracker
@@ -28,11 +29,13 @@ class UdpHandshakes:
     """The datagram trackers of one capture analysis."""
 
     def __init__(self, file: str, caches: AnalysisCaches, brief: bool = False,
-                 keyed: Callable[[bytes], bool] | None = None) -> None:
+                 secrets: Callable[[bytes], dict[str, bytes] | None] | None = None,
+                 tracing: Callable[[], MessageTrace] | None = None) -> None:
         self.name = file
         self.caches = caches
         self.brief = brief  # the trackers make `BriefReport`s (AnalyzerOptions.brief)
-        self.keyed = keyed  # whether the key log has a client random's secrets
+        self.secrets = secrets  # a key log's secrets for a client random (None: no key log)
+        self.tracing = tracing  # makes a conversation's `--msg` trace (None: no trace)
         self._quic: QuicTracker | None = None
         self._dtls: DtlsTracker | None = None
         self._openvpn: OpenVpnTracker | None = None
@@ -47,6 +50,8 @@ class UdpHandshakes:
             from tlsprobe.offline.dtls import DtlsTracker
             self._dtls = DtlsTracker(self.name, self.caches)
             self._dtls.brief = self.brief
+            self._dtls.tracing = self.tracing
+            self._dtls.secrets = self.secrets
         return self._dtls
 
     def connections(self) -> int:
@@ -76,7 +81,8 @@ class UdpHandshakes:
                 from tlsprobe.offline.quic import QuicTracker
                 self._quic = QuicTracker(self.name, caches=self.caches)
                 self._quic.brief = self.brief
-                self._quic.keyed = self.keyed
+                self._quic.secrets = self.secrets
+                self._quic.tracing = self.tracing
             tracker = self._quic
         elif self._openvpn is not None and self._openvpn.knows(ev):
             tracker = self._openvpn
@@ -91,6 +97,8 @@ class UdpHandshakes:
                 from tlsprobe.offline.openvpn import OpenVpnTracker
                 self._openvpn = OpenVpnTracker(self.name, self.caches)
                 self._openvpn.brief = self.brief
+                self._openvpn.tracing = self.tracing
+                self._openvpn.secrets = self.secrets
             tracker = self._openvpn
         else:
             yield from self._other_udp(ev)
@@ -114,12 +122,19 @@ class UdpHandshakes:
             if self._rdp is None:
                 self._rdp = RdpUdpTracker(self.name, self.caches, self._dtls_tracker)
                 self._rdp.brief = self.brief
+                self._rdp.tracing = self.tracing
+                self._rdp.secrets = self.secrets
             yield from self._rdp.datagram(ev)
 
-    def quic_keyed(self) -> int:
-        """QUIC handshakes reported whose secrets the key log has (their Handshake
-        packets are not decrypted: only the Initial packets are read)."""
-        return self._quic.keyed_count if self._quic is not None else 0
+    def keyed(self) -> tuple[int, dict[str, int]]:
+        """Handshakes over UDP reported whose secrets the key log has, and why some of them
+        were not decrypted (reason -> handshakes)."""
+        count, why = 0, dict[str, int]()
+        for tracker in self.trackers():
+            count += tracker.keyed_count
+            for reason, n in tracker.not_decrypted.items():
+                why[reason] = why.get(reason, 0) + n
+        return count, why
 
     def unwrapped(self) -> list[str]:
         """What was not read: QUIC connections of unknown versions, RDP-over-UDP sessions

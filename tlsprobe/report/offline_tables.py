@@ -357,8 +357,8 @@ def _no_alpn(r: ConnectionReport) -> str:
         from tlsprobe.model.describe import alpn_text
         return alpn_text(r.version, None, r.messages)
     if r.protocol == "quic":
-        return "(not visible: TLS 1.3 encrypts it, in QUIC Handshake packets, which " \
-            "tlsprobe does not decrypt)"
+        return "(not visible: TLS 1.3 encrypts it, in QUIC Handshake packets; --keylog " \
+            "with this connection's secrets shows it)"
     return "(not visible: TLS 1.3 encrypts it; --keylog with this connection's secrets " \
         "shows it)"
 
@@ -476,9 +476,10 @@ def _state(r: ConnectionReport) -> str:
         return f"failed: {failed.direction} sent fatal alert {failed.name}"
     if r.encrypted:
         return "both sides encrypting" + (" (resumed)" if r.resumption else "")
-    if (r.version is not None or r.cipher is not None) and r.protocol == "quic":
-        return "ServerHello seen; the rest is in QUIC Handshake packets, which tlsprobe " \
-            "does not decrypt"
+    if (r.version is not None or r.cipher is not None) and r.protocol == "quic" and \
+            not r.decrypted:
+        return "ServerHello seen; the rest is in QUIC Handshake packets (--keylog with " \
+            "this connection's secrets reads them)"
     if r.version is not None or r.cipher is not None:
         return "ServerHello seen, not finished in the capture"
     return "no ServerHello in the capture"
