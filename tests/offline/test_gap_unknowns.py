@@ -109,3 +109,38 @@ def test_a_finished_not_captured_leaves_the_handshake_not_known(run_cli: Any,
         conn = _connection(run_cli, _built(tmp_path, "tls12_client_auth", drop, end), *keys)
         assert conn["decrypted"] is True and conn["handshake_complete"] is None, (drop, end)
         assert conn["close"] == ("fin" if drop else "end"), conn["close"]
+
+
+@pytest.mark.parametrize("side", ["s", "c"])
+def test_a_change_cipher_spec_lost_in_a_gap_is_no_huge_message(run_cli: Any, tmp_path: Path,
+                                                              side: str) -> None:
+    """TLS 1.2 read with its key log (the Flow reader), one side's ChangeCipherSpec lost:
+    its encrypted Finished is a record protected after it, as the fast reader (no keys)
+    takes it, not 'handshake message of 9988437 bytes from the server: over the limit'
+    with the handshake 'not finished in the capture' (encrypted false)."""
+    lost = _built(tmp_path, "tls12_client_auth", (f"{side}:ct20",))
+    keys = ("--keylog", str(CAPTURES / "tls12_client_auth.keys"))
+    plain, read = _connection(run_cli, lost), _connection(run_cli, lost, *keys)
+    assert read["decrypted"] is True and plain["decrypted"] is False
+    for conn in (plain, read):
+        assert conn["problems"] == [] and conn["encrypted"] is True, conn
+        assert conn["handshake_complete"] is None
+
+
+@pytest.mark.parametrize("name", ["suricata-verify/tests/tls-duplicate-hello/input.pcap",
+                                  "suricata-verify/tests/quic-retry/input.pcap"])
+def test_a_second_client_hello_without_a_gap_is_no_hello_retry(run_cli: Any,
+                                                              name: str) -> None:
+    """Controls from the third-party corpus: a ClientHello sent twice the same, and QUIC's
+    after a Retry, with no server bytes lost, are no HelloRetryRequest (tshark shows none)."""
+    from tests.helpers.shared_data import captures_dir
+    path = captures_dir() / name
+    assert path.exists(), f"the shared corpus is needed: {path}"
+    assert tshark_fields(path, "tls.handshake.type == 2",
+                         "tls.handshake.extensions_key_share_group") != []
+    code, out, err = run_cli("pcap", str(path), "--jsonl", "--no-progress")
+    assert code in (0, 7), err
+    conns = [json.loads(line) for line in out.splitlines() if '"connection"' in line]
+    assert conns and all(c["hello_retry_request"] is None and (
+        c["key_exchange"] or {}).get("source") != "hello_retry_request" and not any(
+        p.startswith("HelloRetryRequest") for p in c["problems"]) for c in conns), conns

@@ -351,10 +351,13 @@ class Facts:
         return f"CertificateRequest not known (gap of {gap} bytes in the server's handshake)"
 
     def hello_retry_unseen(self) -> bool:
-        """TLS 1.3: the client sent a second ClientHello, which only answers a
-        HelloRetryRequest (RFC 8446 4.1.2), but none was read (lost in a capture gap, or
-        before the capture started)."""
-        return self.tls13 and self.hrr is None and len(self.client_hellos) > 1
+        """TLS 1.3 over TCP: the client sent a second ClientHello, other than its first,
+        which answers a HelloRetryRequest (RFC 8446 4.1.2), and none was read where the
+        server's bytes were lost in a capture gap. (Not a hello sent twice the same, nor
+        QUIC's after a Retry: no server bytes are lost there.)"""
+        hellos = self.client_hellos
+        return bool(self.tls13 and self.hrr is None and self.lost_sides & 1 << SERVER and
+                    len(hellos) > 1 and hellos[1] != hellos[0])
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:
