@@ -51,8 +51,8 @@ def test_a_certificate_request_lost_in_a_gap_is_not_known(run_cli: Any, tmp_path
     assert conn["client_auth"]["requested"] is None, conn["client_auth"]
     assert conn["client_auth"]["sent"] is True and conn["gap_bytes"] > 0
     assert conn["problems"] == [
-        f"CertificateRequest not known (gap of {conn['gap_bytes']} bytes in the server's "
-        "handshake)"]
+        (f"CertificateRequest not known (gap of {conn['gap_bytes']} bytes in the server's "
+         "handshake)")]
     assert "Client certificate  CertificateRequest not known (not captured: see the " \
         "problems); sent, 2 certificates" in _details(run_cli, lost, *args)
 
