@@ -42,8 +42,9 @@ def all_hellos() -> list[tuple[bytes, object]]:
     return out
 
 
-def replayed(name: str, drop: tuple[str, ...] = (), end_after: str | None = None) -> bytes:
-    """A classic pcap of a capture's first connection sent again one TLS record per TCP
+def replayed(name: str, drop: tuple[str, ...] = (), end_after: str | None = None,
+             conn: int = 0) -> bytes:
+    """A classic pcap of a capture's connection `conn` (its first) sent again one TLS record per TCP
     segment (its real bytes), with the records named in `drop` lost in capture gaps (their
     sequence numbers skipped, so that the peer's acknowledgements pass over them) and the
     capture ending, the connection still open, after the record `end_after`. Records are
@@ -52,7 +53,7 @@ def replayed(name: str, drop: tuple[str, ...] = (), end_after: str | None = None
     handshake type or content type, and optionally which one of that name."""
     from tests.helpers.capbuild import Conv, ether, pcap_bytes
     flow: list[tuple[int, bytearray]] = []
-    for direction, data in chunks(name):
+    for direction, data in chunks(name, conn):
         if flow and flow[-1][0] == direction:
             flow[-1][1].extend(data)
         else:

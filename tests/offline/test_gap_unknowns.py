@@ -30,9 +30,10 @@ def _details(run_cli: Any, path: Path, *args: str) -> str:
 
 
 def _built(tmp_path: Path, name: str, drop: tuple[str, ...] = (),
-           end_after: str | None = None) -> Path:
-    path = tmp_path / f"{name}-{'-'.join(drop) or 'whole'}-{end_after}.pcap".replace(":", "_")
-    path.write_bytes(replayed(f"{name}.pcap", drop, end_after))
+           end_after: str | None = None, conn: int = 0) -> Path:
+    path = tmp_path / f"{name}-{conn}-{'-'.join(drop) or 'whole'}-{end_after}.pcap".replace(
+        ":", "_")
+    path.write_bytes(replayed(f"{name}.pcap", drop, end_after, conn))
     return path
 
 
@@ -144,3 +145,17 @@ def test_a_second_client_hello_without_a_gap_is_no_hello_retry(run_cli: Any,
     assert conns and all(c["hello_retry_request"] is None and (
         c["key_exchange"] or {}).get("source") != "hello_retry_request" and not any(
         p.startswith("HelloRetryRequest") for p in c["problems"]) for c in conns), conns
+
+
+def test_a_resumption_whose_client_hello_was_lost_names_no_mechanism(run_cli: Any,
+                                                                     tmp_path: Path) -> None:
+    """TLS 1.2 session-ticket resumption (the recording's second connection) with its
+    ClientHello lost: the server went from its ServerHello to its ChangeCipherSpec, but
+    whether a ticket or a session ID resumed is not known (it echoes the client's session
+    ID either way): resumption null, why in problems; it was 'session_id'."""
+    whole = _connection(run_cli, _built(tmp_path, "tls12_resumption", conn=1))
+    assert whole["resumption"] == "session_ticket" and whole["problems"] == []
+    conn = _connection(run_cli, _built(tmp_path, "tls12_resumption", ("c:hs1",), conn=1))
+    assert conn["resumption"] is None and conn["encrypted"] is True
+    assert conn["problems"] == [
+        "resumption mechanism not known: the ClientHello was not captured"]

@@ -86,7 +86,7 @@ class PacketLoop(EventIterator):
         return plain, as_data if plain else _new_data
 
     def _run_pcapng(self, reader: PcapngReader) -> Generator[Event, None, None]:
-        """A pcapng capture's events (`fused_pcapng`); a time is t / per_second + offset."""
+        """A pcapng capture's events (`fused_pcapng`); a time is t / rate + offset."""
         out, tcp, stats, fast = self._out, self._tcp, self.stats, ETH_IPV4_TCP
         flows, head, trailer, ifaces = tcp.flows, reader.epb, reader.trailer, reader.interfaces
         plain, mk = self._data_events()
@@ -132,7 +132,7 @@ class PacketLoop(EventIterator):
                             half = flows.get(key)
                             if flags & 7:
                                 tcp.control(half, key, seq, flags, buf, start + 26, 4, start + 34,
-                                            pstart, l4end, 0, t / iface.per_second + iface.offset,
+                                            pstart, l4end, 0, t / iface.rate + iface.offset,
                                             frame)
                             elif half is not None and seq == half.next_seq:
                                 in_order += 1
@@ -141,27 +141,26 @@ class PacketLoop(EventIterator):
                                 conn.last = frame
                                 if half.skip:
                                     half.skipped += l4end - pstart
-                                    half.skip_ts = t / iface.per_second + iface.offset
+                                    half.skip_ts = t / iface.rate + iface.offset
                                     half.skip_frame = frame
                                 else:
                                     yield mk((conn.key[0] if plain else conn.key, half.direction,
-                                              buf[pstart:l4end],
-                                              t / iface.per_second + iface.offset, frame))
+                                              buf[pstart:l4end], t / iface.rate + iface.offset,
+                                              frame))
                                 if half.pending or conn.closing:
-                                    tcp.settle(half, t / iface.per_second + iface.offset, frame)
+                                    tcp.settle(half, t / iface.rate + iface.offset, frame)
                             else:
                                 tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
-                                            seq, flags, 0, t / iface.per_second + iface.offset,
-                                            frame)
+                                            seq, flags, 0, t / iface.rate + iface.offset, frame)
                             while out:
                                 yield out.pop(0)
                             continue
-                self._other(lt, buf, start, start + caplen, t / iface.per_second + iface.offset,
-                            frame, orig)
+                self._other(lt, buf, start, start + caplen, t / iface.rate + iface.offset, frame,
+                            orig)
                 while out:
                     yield out.pop(0)
             reader.done(pos, frame)  # before the end's events, as `_run`'s reader does
-            yield from self._ending(t / iface.per_second + iface.offset, frame)
+            yield from self._ending(t / iface.rate + iface.offset, frame)
         finally:
             stats.tcp_segments += in_order
             reader.done(pos, frame)  # (stopped early; once only)

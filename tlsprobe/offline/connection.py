@@ -147,11 +147,10 @@ class Connection:
             self._framing()  # (checked here first: most connections have no tunnel)
         facts = self.facts
         if facts.lost_sides:
-            if facts.handshake_gap[1]:
-                for missing in (facts.missing_server_key_exchange(),
-                                facts.resumption_unknown(), facts.missing_certificate(),
-                                facts.request_unknown()):
-                    if missing is not None:
-                        facts.problem(missing)
+            for missing in (facts.missing_server_key_exchange(), facts.resumption_unknown(),
+                            facts.missing_certificate(), facts.request_unknown()) \
+                    if facts.handshake_gap[1] else (facts.resumption_unknown(),):
+                if missing is not None:
+                    facts.problem(missing)
             if facts.hello_retry_unseen():
                 facts.problem(HRR_NOT_CAPTURED)

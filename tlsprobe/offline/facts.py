@@ -312,8 +312,9 @@ class Facts:
         if gap:
             return f"resumption not known (gap of {gap} bytes in the server's handshake)"
         hello = self.client_hellos[-1] if self.client_hellos else None
-        if hello is None or hello.session_ticket or sh.session_id and \
-                sh.session_id == hello.session_id:
+        if hello is None:  # (the server echoes a session ID in a ticket's resumption too)
+            return "resumption mechanism not known: the ClientHello was not captured"
+        if hello.session_ticket or sh.session_id and sh.session_id == hello.session_id:
             return None
         return ("resumption mechanism not known: the server went from its ServerHello to its "
                 "ChangeCipherSpec (an abbreviated handshake), but no ticket was offered and it "
