@@ -415,3 +415,23 @@ def test_mutated_files_never_raise_anything_but_capture_error(kind: str, compres
         pass
     # every packet costs at least a 12-byte record/block header of the (uncompressed) file
     assert stream.stats.packets <= len(raw) // 12
+
+
+def test_a_pcapng_time_is_the_float_a_pcap_and_a_live_capture_give() -> None:
+    """Microsecond times whose `units * 1e-6` is not the float nearest the time (about a
+    third of them): a pcapng packet read as `units / 1e6` has the time a classic pcap's
+    `sec + usec * 1e-6` and a live capture's (libpcap's tv_sec, tv_usec) give, so a
+    connection's `timings.start` live and from its -w file are the same number."""
+    pkts, _, _ = conversation()
+    times = [(1_765_140_000 + 37 * i, 123_457 + 99_991 * i) for i in range(len(pkts))]
+    assert any((s * 10**6 + u) * 1e-6 != s + u * 1e-6 for s, u in times)  # (the cases)
+    ng = Pcapng().shb().idb(1)
+    for (s, u), p in zip(times, pkts):
+        ng.epb(0, s * 10**6 + u, ether(p))
+    classic = pcap_bytes([(s + u / 1e6, ether(p)) for (s, u), p in zip(times, pkts)])
+    for raw in (ng.bytes(), classic):
+        ts = [r[1] for r in read_packets(io.BytesIO(raw))]
+        assert ts == [s + u * 1e-6 for s, u in times]
+        events, _ = collect(io.BytesIO(raw))   # (the fused loops' times too)
+        assert [e.ts for e in events if isinstance(e, StreamData)] == \
+            [s + u * 1e-6 for s, u in times[3:]]

@@ -46,10 +46,14 @@ def read_records(run: LiveRun, n: int) -> list[tuple[float, dict[str, Any]]]:
 
 
 def assert_same_as_file(live: list[dict[str, Any]], path: Path, run_cli: Any) -> None:
-    """The -w file read by `tlsprobe pcap` gives the same connections and facts."""
+    """The -w file read by `tlsprobe pcap` gives the same connections and facts, and
+    each connection the same start time, to the last digit (the pcapng reader's times
+    were `units * 1e-6`, a live capture's `tv_sec + tv_usec * 1e-6`)."""
     code, from_file, _caps, err = pcap_jsonl(run_cli, path)
     assert code == 0, err
     assert sorted(map(str, map(facts, from_file))) == sorted(map(str, map(facts, live)))
+    assert sorted((r["client"], r["timings"]["start"]) for r in from_file) == \
+        sorted((r["client"], r["timings"]["start"]) for r in live)
 
 
 def test_openssl_rows_come_as_handshakes_end_and_match_the_file_and_tshark(

@@ -421,7 +421,9 @@ def test_change_cipher_spec_after_a_lost_server_hello_of_a_tls13_offer(
 def test_plaintext_hello_after_an_unsure_change_cipher_spec_is_read(tmp_path: Path) -> None:
     """TLS 1.3 with a HelloRetryRequest whose segment (HRR and the server's CCS) is lost:
     the client's middlebox CCS comes with no ServerHello known, and the second ClientHello
-    after it is whole plaintext messages, so it is still read, as is the ServerHello."""
+    after it is whole plaintext messages, so it is still read, as is the ServerHello. The
+    second ClientHello answers a HelloRetryRequest: one came, not captured (never "no")."""
+    from tlsprobe.offline.facts import HRR_NOT_CAPTURED
     parts = chunks("tls13_hrr.pcap")
     conv = Conv()
     frames = conv.handshake()
@@ -430,6 +432,8 @@ def test_plaintext_hello_after_an_unsure_change_cipher_spec_is_read(tmp_path: Pa
         if i != 1:
             frames.append(frame)
     for r in _both_readers(write(tmp_path, frames)):
-        assert r.client_hellos == 2 and r.problems == ()
+        assert r.client_hellos == 2 and r.problems == (HRR_NOT_CAPTURED,)
+        assert r.key_exchange is not None and r.hello_retry_request is None
+        assert r.key_exchange.source == "hello_retry_request"
         assert r.version is not None and r.version.hex == "0x0304"
         assert r.messages[:3] == (">>> ClientHello", ">>> ClientHello", "<<< ServerHello")

@@ -50,10 +50,10 @@ DataMaker = Callable[[tuple[ConnKey | int, int, bytes, float, int]], StreamData]
 
 def _as_packet(record: PacketRecord) -> tuple[int, Interface, int, int, int, int]:
     """A packet record of a block other than an EPB (SPB, PB) in the loop's terms: t,
-    an interface whose scale is the record's timestamp (``1 * ts + 0`` is `ts` exactly),
+    an interface whose offset is the record's timestamp (``0 / 1.0 + ts`` is `ts` exactly),
     link type, start, captured length, original length."""
     ts, lt, start, end, orig = record[1], record[2], record[4], record[5], record[6]
-    return 1, Interface(lt, 0, ts, 0), lt, start, end - start, orig
+    return 0, Interface(lt, 0, 1.0, ts), lt, start, end - start, orig
 
 
 class PacketLoop(EventIterator):
@@ -86,12 +86,12 @@ class PacketLoop(EventIterator):
         return plain, as_data if plain else _new_data
 
     def _run_pcapng(self, reader: PcapngReader) -> Generator[Event, None, None]:
-        """A pcapng capture's events (`fused_pcapng`); a time is t * scale + offset."""
+        """A pcapng capture's events (`fused_pcapng`); a time is t / rate + offset."""
         out, tcp, stats, fast = self._out, self._tcp, self.stats, ETH_IPV4_TCP
         flows, head, trailer, ifaces = tcp.flows, reader.epb, reader.trailer, reader.interfaces
         plain, mk = self._data_events()
         buf, nxt = reader.window()
-        size, nif, iface = len(buf), len(ifaces), Interface(0, 0, 0.0, 0)
+        size, nif, iface = len(buf), len(ifaces), Interface(0, 0, 1.0, 0)
         t, pos, frame, in_order = 0, 0, 0, 0
         try:
             while True:
@@ -132,7 +132,7 @@ class PacketLoop(EventIterator):
                             half = flows.get(key)
                             if flags & 7:
                                 tcp.control(half, key, seq, flags, buf, start + 26, 4, start + 34,
-                                            pstart, l4end, 0, t * iface.scale + iface.offset,
+                                            pstart, l4end, 0, t / iface.rate + iface.offset,
                                             frame)
                             elif half is not None and seq == half.next_seq:
                                 in_order += 1
@@ -141,26 +141,26 @@ class PacketLoop(EventIterator):
                                 conn.last = frame
                                 if half.skip:
                                     half.skipped += l4end - pstart
-                                    half.skip_ts = t * iface.scale + iface.offset
+                                    half.skip_ts = t / iface.rate + iface.offset
                                     half.skip_frame = frame
                                 else:
                                     yield mk((conn.key[0] if plain else conn.key, half.direction,
-                                              buf[pstart:l4end], t * iface.scale + iface.offset,
+                                              buf[pstart:l4end], t / iface.rate + iface.offset,
                                               frame))
                                 if half.pending or conn.closing:
-                                    tcp.settle(half, t * iface.scale + iface.offset, frame)
+                                    tcp.settle(half, t / iface.rate + iface.offset, frame)
                             else:
                                 tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
-                                            seq, flags, 0, t * iface.scale + iface.offset, frame)
+                                            seq, flags, 0, t / iface.rate + iface.offset, frame)
                             while out:
                                 yield out.pop(0)
                             continue
-                self._other(lt, buf, start, start + caplen, t * iface.scale + iface.offset, frame,
+                self._other(lt, buf, start, start + caplen, t / iface.rate + iface.offset, frame,
                             orig)
                 while out:
                     yield out.pop(0)
             reader.done(pos, frame)  # before the end's events, as `_run`'s reader does
-            yield from self._ending(t * iface.scale + iface.offset, frame)
+            yield from self._ending(t / iface.rate + iface.offset, frame)
         finally:
             stats.tcp_segments += in_order
             reader.done(pos, frame)  # (stopped early; once only)

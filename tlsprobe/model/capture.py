@@ -83,7 +83,8 @@ class ClientAuth:
     """Client authentication as the capture shows it (a report's `client_auth`; null when
     neither a CertificateRequest nor a client Certificate was read: none sent, or TLS 1.3
     without keys, whose encrypted handshake hides both). `requested`: the server sent a
-    CertificateRequest; `signature_schemes` and `certificate_authorities` (how many
+    CertificateRequest (None: not known, none read where the capture lost bytes of the
+    server's handshake; `problems` says so); `signature_schemes` and `certificate_authorities` (how many
     distinguished names) are what it asked for (TLS 1.3: its signature_algorithms and
     certificate_authorities extensions; an SSL 3.0-TLS 1.1 request has no schemes).
     `sent`: the client answered with a Certificate message (None: not seen, e.g. the
@@ -94,7 +95,7 @@ class ClientAuth:
     request's certificate_types (RFC 5246 7.4.4: rsa_sign (1), ecdsa_sign (64), ...; TLS 1.3
     has none), in its order."""
 
-    requested: bool
+    requested: bool | None
     signature_schemes: tuple[Codepoint, ...] = ()
     certificate_authorities: int = 0
     sent: bool | None = None

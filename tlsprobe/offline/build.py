@@ -200,7 +200,8 @@ def _derive(f: Facts, transport: str, caches: AnalysisCaches, brief: bool) -> De
         _one(caches, "sigscheme", scheme) if scheme is not None else None,
         facts.alpn, facts.resumption,
         () if brief else _chain(caches, facts.certificates),
-        None if brief or f.client_auth is None else _client_auth(caches, f.client_auth),
+        None if brief or f.client_auth is None else _client_auth(
+            caches, f.client_auth, f.request_unknown() is None),
         tuple(describe.alert_info(a, live=False) for a in facts.alerts),
         _message_names(facts, f.more_messages, caches), _fingerprints(f, transport, caches),
         [None])
@@ -210,12 +211,14 @@ def _chain(caches: AnalysisCaches, ders: tuple[bytes, ...]) -> tuple[Certificate
     return tuple(_memo(caches, ("cert", der), describe.certificate_info, der) for der in ders)
 
 
-def _client_auth(caches: AnalysisCaches, auth: ClientAuthFacts) -> ClientAuth:
+def _client_auth(caches: AnalysisCaches, auth: ClientAuthFacts, known: bool) -> ClientAuth:
+    """`known`: whether the server's handshake was read where a CertificateRequest would
+    be (else, none read, `requested` is None: not known; `Facts.request_unknown`)."""
     # cryptography imported only for a CertificateRequest, not at start-up
     from tlsprobe.model.pubkey import distinguished_name
     requested, schemes, authorities, chain, types = auth
     names = tuple(_memo(caches, ("dn", der), distinguished_name, der) for der in authorities)
-    return ClientAuth(requested, _codepoints(caches, "sigscheme", schemes) if schemes else (),
+    return ClientAuth(requested if requested or known else None, _codepoints(caches, "sigscheme", schemes) if schemes else (),
                       len(authorities), True if chain is not None else None,
                       _chain(caches, chain) if chain else (), names,
                       _codepoints(caches, "certificate_type", types) if types else ())
@@ -310,14 +313,28 @@ _Own = tuple[int, str | None, int | None, bool, bool, bool | None, bool, str | N
              tuple[str, ...], Codepoint | None, tuple[Cipher, ...]]
 
 
-def handshake_complete(f: Facts) -> bool | None:
+#: the ends of a connection after which a Finished not read was never sent (the others:
+#: None, reported while open; "end" of the capture; "evicted" from the table)
+_ENDED: Final = ("fin", "rst", "reused")
+
+
+def handshake_complete(f: Facts, close: str | None = "fin") -> bool | None:
     """Both Finished messages read (None: not decrypted, or one side's records without
-    keys, so not known): the value of a report's and a brief report's
-    `handshake_complete`, defined once."""
-    return (f.finished[0] and f.finished[1]) if f.decrypted and not f.keyless else None
+    keys, so not known; or a Finished not read may still come, the connection open at the
+    capture's end (`close`), or be in bytes of its side the capture lost): the value of a
+    report's and a brief report's `handshake_complete`, defined once."""
+    if not f.decrypted or f.keyless:
+        return None
+    client, server = f.finished
+    if client and server:
+        return True
+    lost = f.lost_sides
+    if close not in _ENDED or not client and lost & 1 or not server and lost & 2:
+        return None
+    return False
 
 
-def _own(midstream: bool, preamble: bytes, f: Facts) -> _Own:
+def _own(midstream: bool, preamble: bytes, f: Facts, close: str | None) -> _Own:
     """The report's values that are the connection's own (not its handshake shape's, not
     its endpoints as they are): client_hellos, client_random, session_ticket_lifetime,
     encrypted, decrypted, handshake_complete, midstream, preamble, problems, compression,
@@ -327,7 +344,7 @@ def _own(midstream: bool, preamble: bytes, f: Facts) -> _Own:
     decrypted = f.decrypted
     sh = f.server_hello
     return (len(hellos), hellos[0].random.hex() if hellos else None, f.ticket_lifetime,
-            f.encrypted[0] and f.encrypted[1], decrypted, handshake_complete(f),
+            f.encrypted[0] and f.encrypted[1], decrypted, handshake_complete(f, close),
             midstream or (not hellos and bool(f.server_hellos)),
             escaped_bytes(preamble, PREAMBLE_SHOWN) if preamble else None, tuple(f.problems),
             _one(caches, "compression", sh.compression_method)
@@ -346,7 +363,7 @@ def build_report(where: Endpoints, f: Facts, transport: str = "tcp") -> Connecti
      _midstream, _preamble, gap_bytes) = where
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
      midstream, preamble, problems, compression, sslv2) = _own(where.midstream,
-                                                               where.preamble, f)
+                                                               where.preamble, f, where.close)
     start, server_hello_ms, handshake_ms, duration_ms = _elapsed(where, f)
     timings = object.__new__(ConnectionTimings)  # ConnectionTimings(...), without __init__
     timings.__dict__.update(zip(_TIMINGS_FIELDS, (
@@ -386,7 +403,7 @@ def json_text_of(file: str, key: ConnKey, first_frame: int, last_frame: int, fir
     dumps = f.caches.encoder().encode
     cid, client_ip, client_port, server_ip, server_port = key
     (client_hellos, client_random, ticket_lifetime, encrypted, decrypted, complete,
-     midstream, text, problems, compression, sslv2) = _own(midstream, preamble, f)
+     midstream, text, problems, compression, sslv2) = _own(midstream, preamble, f, close)
     return tuple.__new__(ReportText, (cid, connection_json(
         dumps, shared[0] or shape_json(shared, dumps, dict(zip(_SHAPE_FIELDS,
                                                                derived)).__getitem__),

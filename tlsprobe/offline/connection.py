@@ -15,7 +15,7 @@ from typing import Any
 from tlsprobe.capture import ConnKey
 from tlsprobe.model.capture import BriefReport, ConnectionReport, ReportText
 from tlsprobe.offline.build import Endpoints, brief_of, build_report, json_text_of
-from tlsprobe.offline.facts import Facts
+from tlsprobe.offline.facts import HRR_NOT_CAPTURED, Facts
 
 
 class Connection:
@@ -145,8 +145,12 @@ class Connection:
         first, second = self.halves
         if first.aligner.tunnel is not None or second.aligner.tunnel is not None:
             self._framing()  # (checked here first: most connections have no tunnel)
-        if self.facts.handshake_gap[1]:
-            for missing in (self.facts.missing_server_key_exchange(),
-                            self.facts.resumption_unknown()):
+        facts = self.facts
+        if facts.lost_sides:
+            for missing in (facts.missing_server_key_exchange(), facts.resumption_unknown(),
+                            facts.missing_certificate(), facts.request_unknown()) \
+                    if facts.handshake_gap[1] else (facts.resumption_unknown(),):
                 if missing is not None:
-                    self.facts.problem(missing)
+                    facts.problem(missing)
+            if facts.hello_retry_unseen():
+                facts.problem(HRR_NOT_CAPTURED)

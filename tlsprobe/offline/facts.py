@@ -57,6 +57,9 @@ FIN: Final = 20
 #: (requested, schemes, authorities, the client's chain or None, certificate types)
 ClientAuthFacts = tuple[bool, tuple[int, ...], tuple[bytes, ...], tuple[bytes, ...] | None,
                         tuple[int, ...]]
+#: `Facts.hello_retry_unseen`'s problem text
+HRR_NOT_CAPTURED: Final = ("HelloRetryRequest not captured (the client sent a second "
+                           "ClientHello, which answers one): its group is not known")
 _DTLS_AS_TLS: Final = {0xFEFF: 0x0302, 0x0100: 0x0302, 0xFEFD: 0x0303, 0xFEFC: 0x0304}
 
 # Shared initial values of the Facts fields that most connections never change: a
@@ -95,7 +98,6 @@ class Facts:
         "cke_length",
         "client_auth",
         "client_hellos",
-        "client_lost",
         "decrypted",
         "done_ts",
         "dtls",
@@ -108,6 +110,7 @@ class Facts:
         "hrr",
         "key_exchange",
         "keyless",
+        "lost_sides",
         "messages",
         "more_messages",
         "named_group",
@@ -164,8 +167,12 @@ class Facts:
         self.encrypted = _NEITHER   # the side has sent a protected record
         #: the side whose first protected TLS 1.3 record can only hold an alert (None: none)
         self.encrypted_alert: int | None = None
-        self.client_lost = False  # bytes the capture missed (the client's, or not known)
-        self.handshake_gap = _NO_GAP       # bytes lost after the ServerHello, before CCS
+        #: bit 1 << direction: the capture missed bytes of that side (a swapped
+        #: connection's roles may lag)
+        self.lost_sides = 0
+        #: bytes lost after the ServerHello, before that side's CCS (TLS 1.0-1.2) or its
+        #: Finished (TLS 1.3: never read without keys)
+        self.handshake_gap = _NO_GAP
         self.problems = _NO_PROBLEMS
         self.ch_ts: float | None = None
         self.sh_ts: float | None = None
@@ -228,7 +235,7 @@ class Facts:
         lost before (the first record may be in them) or the suite's tag length is not
         known. Called once per connection and side."""
         if not self.tls13 or self.server_hello is None or self.encrypted[direction] or \
-                self.encrypted_alert is not None or self.client_lost:
+                self.encrypted_alert is not None or self.lost_sides:
             return
         if direction == CLIENT:
             if not self.client_hellos:
@@ -273,10 +280,11 @@ class Facts:
 
     def lost(self, direction: int, size: int) -> None:
         """`size` bytes of `direction` were never captured: counted when they fell inside
-        a TLS 1.0-1.2 handshake (after the ServerHello, before that side's CCS), where
-        they may have held handshake messages."""
-        self.client_lost = True  # (either side: a swapped connection's roles may lag)
-        if self.server_hello is not None and not self.tls13 and not self.ccs[direction]:
+        a handshake (after the ServerHello, before that side's CCS in TLS 1.0-1.2, its
+        Finished in TLS 1.3), where they may have held handshake messages."""
+        self.lost_sides |= 1 << direction
+        if self.server_hello is not None and not (
+                self.finished[direction] if self.tls13 else self.ccs[direction]):
             if self.handshake_gap is _NO_GAP:
                 self.handshake_gap = [0, 0]
             self.handshake_gap[direction] += size
@@ -285,8 +293,8 @@ class Facts:
         """The problem text when the key exchange needs a ServerKeyExchange that a gap
         may have swallowed (not to be reported as absent)."""
         gap = self.handshake_gap[SERVER]
-        if gap and self.ske is None and self.key_exchange not in (None, "RSA", "PSK",
-                                                                  "RSA_PSK"):
+        if gap and not self.tls13 and self.ske is None and self.key_exchange not in (
+                None, "RSA", "PSK", "RSA_PSK"):
             return f"ServerKeyExchange not captured (gap of {gap} bytes)"
         return None
 
@@ -304,12 +312,53 @@ class Facts:
         if gap:
             return f"resumption not known (gap of {gap} bytes in the server's handshake)"
         hello = self.client_hellos[-1] if self.client_hellos else None
-        if hello is None or hello.session_ticket or sh.session_id and \
-                sh.session_id == hello.session_id:
+        if hello is None:  # (the server echoes a session ID in a ticket's resumption too)
+            return "resumption mechanism not known: the ClientHello was not captured"
+        if hello.session_ticket or sh.session_id and sh.session_id == hello.session_id:
             return None
         return ("resumption mechanism not known: the server went from its ServerHello to its "
                 "ChangeCipherSpec (an abbreviated handshake), but no ticket was offered and it "
                 "echoed no session ID the client sent")
+
+    def missing_certificate(self) -> str | None:
+        """The problem text when the server's handshake lost bytes where its Certificate
+        may have been and none was read (its chain is then not known, not absent): a
+        suite authenticated by a certificate (not PSK, SRP or anonymous), no Certificate
+        read, not resumed (TLS 1.3: its PSK; TLS 1.0-1.2: `resumption_unknown` speaks)."""
+        gap = self.handshake_gap[SERVER]
+        sh = self.server_hello
+        if not gap or sh is None or self.certificates or self.ccs[SERVER] and not any(
+                d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages):
+            return None
+        if self.tls13:
+            if not self.decrypted or sh.psk_identity is not None:
+                return None
+        else:
+            suite = registry.cipher_suite(self.cipher_suite) \
+                if self.cipher_suite is not None else None
+            if suite is None or suite.is_anon or suite.auth in ("PSK", "SRP", "KRB5",
+                                                                "ECCPWD"):
+                return None
+        return f"Certificate not captured (gap of {gap} bytes)"
+
+    def request_unknown(self) -> str | None:
+        """The problem text when the client sent a Certificate but no CertificateRequest
+        was read and the server's handshake lost bytes where it may have been: whether the
+        server asked for one (and what) is not known, not "no" (`client_auth.requested`
+        null; model.facts.certificate_requested_of's rule for a capture's gaps)."""
+        gap, auth = self.handshake_gap[SERVER], self.client_auth
+        if not gap or auth is None or auth[0] or self.tls13 and not self.decrypted:
+            return None
+        return f"CertificateRequest not known (gap of {gap} bytes in the server's handshake)"
+
+    def hello_retry_unseen(self) -> bool:
+        """TLS 1.3 over TCP: the client sent a second ClientHello, other than its first,
+        which answers a HelloRetryRequest (RFC 8446 4.1.2), and none was read where the
+        server's bytes were lost in a capture gap. (Not a hello sent twice the same, nor
+        QUIC's after a Retry: no server bytes are lost there.)"""
+        hellos = self.client_hellos
+        return bool(self.tls13 and self.hrr is None and self.lost_sides & 1 << SERVER and
+                    len(hellos) > 1 and hellos[1] != hellos[0])
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:

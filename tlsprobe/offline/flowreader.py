@@ -91,7 +91,8 @@ class FormatterFactory(Protocol):
 
 
 class FlowHalf:
-    __slots__ = ("aligner", "counting", "direction", "fed", "first", "flow", "head")
+    __slots__ = ("after_gap", "aligner", "counting", "direction", "fed", "first", "flow",
+                 "head")
 
     def __init__(self, direction: int) -> None:
         self.direction = direction
@@ -103,6 +104,8 @@ class FlowHalf:
         self.first = True
         self.fed = 0  # bytes given to the current Flow (its record-layer offsets)
         self.head = bytearray()  # client records until a whole ClientHello (for a cut one)
+        #: bytes were lost and no handshake message has been read since (`_event`)
+        self.after_gap = False
 
 
 class FlowReader:
@@ -243,6 +246,7 @@ class FlowReader:
         half.aligner.lost()
         half.flow = None  # partial record and message are gone; keys too (seq lost)
         half.fed = 0
+        half.after_gap = True
 
     def feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
         if self._held is not None:
@@ -335,6 +339,8 @@ class FlowReader:
             elif ev.record.content_type == 23:
                 self._opaque(d, ts)
         elif isinstance(ev, MessageEvent):
+            if self.halves[0].after_gap or self.halves[1].after_gap:
+                self._half(d).after_gap = False
             f.on_message(d, ev.raw, ts, frame, decrypted=ev.protected, decoded=ev.decoded)
             self._keys(ev)
         elif isinstance(ev, AlertEvent):
@@ -354,6 +360,16 @@ class FlowReader:
             if self.decryptor is not None:
                 self.decryptor.opened[d] = True
         elif isinstance(ev, ErrorEvent):
+            if ev.where == "handshake framing" and self._half(d).after_gap:
+                # the fast reader's rule: after a gap, a handshake record that starts with
+                # no message header is the middle of a message whose start was lost, or
+                # protected after a ChangeCipherSpec the gap took (an encrypted Finished
+                # read as a message of megabytes): nothing it says is a fact
+                if not f.tls13 and f.server_hello is not None and not f.ccs[d]:
+                    f.mark_encrypted(d, ts)  # (the fast reader: by its encrypted alert)
+                    if not self.trace:
+                        self._half(d).counting = True
+                return
             f.problem(self._keys_failed(ev) or _error_problem(ev))
 
     def _keys_failed(self, ev: ErrorEvent) -> str | None:

@@ -64,7 +64,9 @@ def key_exchange_facts(f: Facts) -> KeyExchangeFacts | None:
         group, server_len = sh.key_share
         hello = f.client_hellos[-1] if f.client_hellos else None
         return KeyExchangeFacts(
-            source="hello_retry_request" if f.hrr is not None else "key_share",
+            # (a second ClientHello answers a HelloRetryRequest, also one not captured)
+            source="hello_retry_request" if f.hrr is not None or f.hello_retry_unseen()
+            else "key_share",
             kind="TLS13", group=group, server_share_bytes=server_len,
             client_share_bytes=hello_share(hello.key_shares, group) if hello else None)
     kx, ske, client_len = f.key_exchange, f.ske, f.cke_length

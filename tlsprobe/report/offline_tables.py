@@ -337,8 +337,12 @@ def _negotiated_rows(r: ConnectionReport) -> list[Row]:
     rows: list[Row] = []
     if r.version is not None and r.version.id >= 0x0304 or r.hello_retry_request:
         from tlsprobe.model.describe import hello_retry_text
-        rows.append(("HelloRetryRequest", hello_retry_text(r.hello_retry_request,
-                                                           r.key_exchange)))
+        unseen = r.hello_retry_request is None and r.key_exchange is not None and \
+            r.key_exchange.source == "hello_retry_request" and \
+            not any(m.startswith("<<< HelloRetryRequest") for m in r.messages)
+        rows.append(("HelloRetryRequest", "yes, not captured (the client sent a second "
+                     "ClientHello): its group is not known" if unseen else
+                     hello_retry_text(r.hello_retry_request, r.key_exchange)))
     if r.signature_scheme:
         rows.append(("Signature scheme", r.signature_scheme.label()))
     if r.version is not None:
@@ -381,6 +385,8 @@ def _certificate_rows(r: ConnectionReport) -> list[Row]:
         n, cas = len(auth.signature_schemes), auth.certificate_authorities
         schemes = f"{n} signature scheme{'' if n == 1 else 's'}, " if n else ""  # (< TLS 1.2)
         asked = f"requested ({schemes}{cas} certificate authorit{'y' if cas == 1 else 'ies'})"
+    elif auth.requested is None:
+        asked = "CertificateRequest not known (not captured: see the problems)"
     else:
         asked = "no CertificateRequest seen"
     sent = ("not seen" if auth.sent is None else "sent, empty (no certificate)"
