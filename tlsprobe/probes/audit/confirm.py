@@ -25,7 +25,9 @@ answered before is asked once more, right after the refusal (one connection); no
 now, the server may refuse every hello by then (a rate limiter after some connections, an
 overloaded one), and the refusal proves nothing: the caller makes its negative
 inconclusive with the reason returned. One rule, one wording, for every caller
-(probes/audit/versions.py, groups.py, probes/checks/base.py CheckContext.still_answered).
+(probes/audit/versions.py, groups.py, pq.py, probes/checks/base.py
+CheckContext.still_answered). With no hello answered yet (`scan --checks pq` alone), an
+ordinary hello the server must answer is asked instead (`before=False`).
 """
 
 from __future__ import annotations
@@ -152,16 +154,21 @@ def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:
 
 
 async def still_answered(run: TargetRunner, hello: ClientConfig, stop: Stop, phase: str,
-                         named: str) -> str | None:
+                         named: str, *, before: bool = True) -> str | None:
     """Whether a refusal just read holds (see the module docstring): `hello`, answered
     before (`named`: how to name it, "the TLS 1.3 hello that established the version"), is
     asked once more, under `phase`, reading only what the server names (a bare close is
     asked twice, as every hello: TargetRunner.run). None when it is answered; else why the
     refusal proves nothing, one clause starting with "but", for the caller's inconclusive
-    result."""
+    result. `before` False: no hello was answered yet (`scan --checks pq` alone), so `hello`
+    is an ordinary one the server must answer for the refusal to hold."""
     out = await run.run(hello, phase, stop, names_only=True)
     if out.answered:
         return None
+    if not before:
+        return (f"but {named} was not answered either ({out.describe()}): the server may "
+                "refuse every hello by now (rate limiting), or not speak that version, so "
+                "the refusal proves nothing")
     return (f"but {named}, answered before, was not answered right after "
             f"({out.describe()}): the server may refuse every hello by now (rate limiting), "
             "so the refusal proves nothing")
