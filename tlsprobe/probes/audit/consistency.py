@@ -205,9 +205,22 @@ def _seen_alike(ref: Reference, known: list[Outcome]) -> str:
             "other backends no repeat reached, would not show here")
 
 
+def _only_alerts(alerts: int, disagreements: int) -> str:
+    """Why answers that differ only by some alerts are no verdict: a rate limiter refusing
+    some connections with an alert gives the same as a backend that refuses the hello."""
+    seen = [f"the reference hello got an alert {alerts} time(s) and the same answer otherwise"
+            ] if alerts else []
+    seen += [f"{disagreements} hello(s) got an alert, then an answer when asked again"
+             ] if disagreements else []
+    return (f"not established: {' and '.join(seen)}, with no two different answers; a rate "
+            "limiter that refuses some connections with an alert does that as well as a "
+            "second configuration that refuses those hellos")
+
+
 def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
     if disagreements and (ref is None or len(ref.answers) < 2):
-        return ConsistencyCheck(ConsistencyStatus.INCONSISTENT, notes=tuple(disagreements))
+        return ConsistencyCheck(ConsistencyStatus.NOT_CHECKED, notes=tuple(disagreements) + (
+            _only_alerts(0, len(disagreements)),))
     if ref is None or len(ref.answers) < 2:
         why = "no later phase to compare with" if ref is not None else \
             "no answered reference hello from the versions check"
@@ -233,9 +246,13 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
     leaves = _leaves(known)
     if leaves:
         notes += (leaves,)
-    status = ConsistencyStatus.INCONSISTENT \
-        if len({_key(o) for o in known}) > 1 or disagreements or leaves \
+    answers_differ = len({_key(o) for o in known if o.answered}) > 1 or leaves
+    alerts = sum(1 for o in known if o.status == ALERT)
+    status = ConsistencyStatus.INCONSISTENT if answers_differ \
+        else ConsistencyStatus.NOT_CHECKED if alerts and len(known) > alerts or disagreements \
         else ConsistencyStatus.CONSISTENT if len(known) > 1 else ConsistencyStatus.NOT_CHECKED
+    if status == ConsistencyStatus.NOT_CHECKED and (disagreements or alerts):
+        notes += (_only_alerts(alerts, len(disagreements)),)
     if status == ConsistencyStatus.CONSISTENT:
         notes += (_seen_alike(ref, known),)
     first = ref.answers[0][1]
