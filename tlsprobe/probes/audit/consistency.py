@@ -6,9 +6,11 @@ that no single backend has. The versions check's hello of the highest spoken ver
 reference: its answer there is kept, and the same hello is sent once more when each later
 phase (groups and post-quantum, suites, signature schemes) ends and at the end of the audit
 (once more when only that last one is refused: `Reference.last`), a few connections in all.
-The answers are compared on version, cipher suite and group; any difference, or a hello
-refused with an alert and then answered on a second connection (TargetRunner
-disagreements), means the target answers inconsistently.
+The answers are compared on version, cipher suite, group and leaf certificate; two
+different answers mean the target answers inconsistently. Answers that differ only by
+alerts (a repeat refused with an alert, a hello refused with an alert and then answered on
+a second connection: TargetRunner disagreements) decide nothing: a rate limiter refusing
+some connections gives them as well as a second configuration (not_checked, said why).
 
 A repeat refused (an alert or a close, what an elimination reads as "not supported") says
 more: the server now refuses the very hello it answered, as a rate limiter or an overloaded
