@@ -12,7 +12,8 @@ repeats while the same hello without the change (the *plain* hello) is answered 
    server's word and needs no more) is asked a third time, with the plain hello answered
    once more before it; and on a path that has shown itself flaky (`flaky`: an ordinary
    hello failed with a reset or a timeout and was answered when retried) such a refusal
-   proves nothing at all.
+   proves nothing at all (`TargetRunner.flaky`; a hello closed and answered when asked
+   again counts too, and `TargetRunner.run` makes two closes on such a path inconclusive).
 
 `confirm_refusal` runs those steps and says what it saw; the caller decides the verdict
 (and keeps the tries as evidence). The connections it costs: 2 for an alert, 4 for the other
@@ -142,15 +143,9 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
 
 def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:
     """What makes the path to `runner`'s target look flaky so far: ordinary hellos that
-    failed with a reset or a timeout and were answered when retried
-    (TargetRunner.transient); None for none."""
-    def seen() -> str | None:
-        n = runner.transient
-        if n <= 0:
-            return None
-        return f"the path reset or timed out {n} ordinary hello{'s' if n > 1 else ''} " \
-            "that a retry then answered"
-    return seen
+    failed with a reset or a timeout and were answered when retried, or closed and answered
+    when asked again (TargetRunner.flaky); None for none."""
+    return runner.flaky
 
 
 async def still_answered(run: TargetRunner, hello: ClientConfig, stop: Stop, phase: str,
