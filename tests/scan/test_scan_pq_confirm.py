@@ -78,3 +78,17 @@ def test_a_server_without_the_group_still_gets_no(server_cache):
     assert got["capability"][0] == "no", got
     assert "(on two connections)" in got["capability"][1], got
     assert got["browser_like"] == ("no", "the server picked x25519"), got
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_server_without_tls13_still_gets_no(server_cache):
+    """A TLS 1.2-only s_server refuses every TLS 1.3 hello with protocol_version, the
+    server's word that it does not speak TLS 1.3 (no limiter sends it): NO stands, with no
+    control hello (asking an ordinary TLS 1.3 hello would be refused the same way)."""
+    srv = server_cache("openssl", proto="tls1_2")
+    r = scan_pq(srv.port)
+    got = verdicts(r)
+    assert got["capability"] == ("no", "a real share offered alone: alert protocol_version "
+                                 "(70) (on two connections)"), got
+    assert got["browser_like"] == ("no", "alert protocol_version (70) (on two connections)"), got
+    assert "post-quantum control" not in r.connections, r.connections

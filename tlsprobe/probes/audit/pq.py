@@ -34,6 +34,7 @@ from tlsprobe.probes.audit.confirm import (
     flaky_path,
     still_answered,
 )
+from tlsprobe.probes.audit.groups import PROTOCOL_VERSION_ALERT
 from tlsprobe.probes.audit.outcome import STOP_HELLO
 from tlsprobe.probes.audit.scheduler import (
     HELLO_RETRY,
@@ -80,7 +81,7 @@ async def capability(run: TargetRunner, group: int) -> PqVerdict:
             return PqVerdict(PqCheck.CAPABILITY, name, Answer.INCONCLUSIVE, f"{detail}, then: {out.reason}")
         return PqVerdict(PqCheck.CAPABILITY, name, Answer.YES, detail + " (its share was valid)")
     if out.refused:
-        why = await _refusal_holds(run)
+        why = await _refusal_holds(run, out)
         verdict = Answer.NO if why is None else Answer.INCONCLUSIVE
         return PqVerdict(PqCheck.CAPABILITY, name, verdict,
                          f"a real share offered alone: {_refused_twice(out)}{_but(why)}")
@@ -127,7 +128,7 @@ async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVe
         return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.NO,
                          f"the server picked {_chosen(out)}{also}"), out
     if out.refused:
-        why = await _refusal_holds(run)
+        why = await _refusal_holds(run, out)
         verdict = Answer.NO if why is None else Answer.INCONCLUSIVE
         return PqVerdict(PqCheck.BROWSER_LIKE, subject, verdict,
                          f"{_refused_twice(out)}{_but(why)}"), out
@@ -142,10 +143,14 @@ def _but(why: str | None) -> str:
     return "" if why is None else f", {why}"
 
 
-async def _refusal_holds(run: TargetRunner) -> str | None:
-    """Whether a refusal (asked twice) just read holds: the hello the server answered last
-    is asked again (confirm.still_answered); with none answered yet, an ordinary TLS 1.3
-    hello, which must be answered. None: it holds; else why not ("but ...")."""
+async def _refusal_holds(run: TargetRunner, refusal: Outcome) -> str | None:
+    """Whether a refusal (asked twice) just read holds: a protocol_version alert does (the
+    server's word that it does not speak TLS 1.3, which no limiter sends); else the hello
+    the server answered last is asked again (confirm.still_answered); with none answered
+    yet, an ordinary TLS 1.3 hello, which must be answered. None: it holds; else why not
+    ("but ...")."""
+    if refusal.alert == PROTOCOL_VERSION_ALERT:
+        return None
     if run.answered_hello is not None:
         return await still_answered(run, *run.answered_hello, f"{PHASE} control",
                                     "a hello of the audit")
