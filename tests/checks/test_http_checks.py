@@ -100,3 +100,27 @@ def test_hsts_max_age_is_written_as_a_duration(server_cache: ServerFactory) -> N
     got = audit(srv.port)
     assert got["hsts"].reason == "max-age 15768000 s (182 days 12 h), no includeSubDomains, " \
         "no preload", got["hsts"]
+
+
+#: a site with HSTS and the security headers (added, as nginx does without `always`, to 2xx
+#: and 3xx answers only) whose answer to GET / is an error: a rate limiter's 429 or 503
+NGINX_LIMITED = ('add_header Strict-Transport-Security "max-age=31536000";',
+                 "add_header X-Content-Type-Options nosniff;",
+                 "add_header Content-Security-Policy \"default-src 'self'\";")
+
+
+@pytest.mark.needs_impl("nginx")
+@pytest.mark.parametrize("code", [429, 503])
+def test_a_rate_limited_answer_proves_no_missing_header(server_cache: ServerFactory,
+                                                         code: int) -> None:
+    """nginx with HSTS and the security headers whose GET / is answered 429 or 503 (what
+    limit_req and an overloaded server send): the error page carries none of the site's
+    headers, and "no HSTS", "none of the security headers" (low findings: --fail-on low
+    failed), "no cookie" and "not compressed" were read off it. Now inconclusive, said why."""
+    srv = server_cache("nginx", proto="both", extra=(*NGINX_LIMITED, f"return {code};"))
+    got = audit(srv.port)
+    for name in ("hsts", "security_headers", "cookies", "breach"):
+        c = got[name]
+        assert c.verdict is Verdict.inconclusive and c.code is None, c
+        assert f"GET / answered HTTP/1.1 {code} " in c.reason, c
+        assert "a rate limiter's or an overloaded server's answer" in c.reason, c

@@ -24,6 +24,7 @@ from tlsprobe.engine.config import (
 )
 from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
 from tlsprobe.model.probe import Cipher, Codepoint
+from tlsprobe.probes.audit.confirm import still_answered
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.outcome import Stop
@@ -105,6 +106,18 @@ def _refused_all(el: Elimination, version: int, out: Outcome) -> Elimination:
     return Elimination(ordinary_first(version, el.remaining), notes=el.notes)
 
 
+async def _refusal_holds(run: TargetRunner, el: Elimination, answered: ClientConfig,
+                         stop: Stop, phase: str, refusal: Outcome) -> bool:
+    """Whether the refusal (asked twice) that ended the elimination makes the list complete:
+    the hello of the last pick, answered before, is asked once more right after it
+    (confirm.still_answered); not answered, the list may be incomplete, said why."""
+    why = await still_answered(run, answered, stop, phase, "the hello of the last pick")
+    if why is not None:
+        el.notes.append(f"the list may be incomplete: the hello that ended the elimination was "
+                        f"refused ({refusal.describe()}), {why}")
+    return why is None
+
+
 def _one_kx(el: Elimination) -> list[int]:
     """The next offer after `_refused_all`: the remaining suites of the first remaining
     one's key exchange (a refusal then refuses that key exchange's suites only)."""
@@ -128,13 +141,17 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
     complete, again, closed = True, False, list[str]()
     stop = STOP_HELLO if version == TLS13 else STOP_FLIGHT
     accepted: dict[int, Outcome] = {}   # each pick's connection: its key exchange
+    answered: ClientConfig | None = None   # the hello of the last pick
     while el.remaining:
         offered = _one_kx(el) if again else el.offer()
-        out = await run.run(_config(run, version, offered), phase, stop)
+        config = _config(run, version, offered)
+        # a refusal after a pick makes the rest "not supported": asked twice (run confirm)
+        out = await run.run(config, phase, stop, confirm=bool(accepted) or again)
         choice = _pick(out, version)
         if choice in el.remaining:
             el.pick(choice, offered)
             accepted[choice] = out
+            answered = config
             if stop == STOP_FLIGHT and out.reason and el.remaining:
                 stop = _flight_cut(el, choice, out)
             continue
@@ -153,6 +170,8 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
             # supported over it
             el.notes.append(f"stopped, not established: {out.describe()}")
             complete = False
+        if out.refused and answered is not None:
+            complete = await _refusal_holds(run, el, answered, stop, phase, out)
         break
     if closed:
         el.notes.append("closed the connection without an answer (no alert) when no suite "

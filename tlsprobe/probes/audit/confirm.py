@@ -12,7 +12,8 @@ repeats while the same hello without the change (the *plain* hello) is answered 
    server's word and needs no more) is asked a third time, with the plain hello answered
    once more before it; and on a path that has shown itself flaky (`flaky`: an ordinary
    hello failed with a reset or a timeout and was answered when retried) such a refusal
-   proves nothing at all.
+   proves nothing at all (`TargetRunner.flaky`; a hello closed and answered when asked
+   again counts too, and `TargetRunner.run` makes two closes on such a path inconclusive).
 
 `confirm_refusal` runs those steps and says what it saw; the caller decides the verdict
 (and keeps the tries as evidence). The connections it costs: 2 for an alert, 4 for the other
@@ -25,7 +26,9 @@ answered before is asked once more, right after the refusal (one connection); no
 now, the server may refuse every hello by then (a rate limiter after some connections, an
 overloaded one), and the refusal proves nothing: the caller makes its negative
 inconclusive with the reason returned. One rule, one wording, for every caller
-(probes/audit/versions.py, groups.py, probes/checks/base.py CheckContext.still_answered).
+(probes/audit/versions.py, groups.py, pq.py, probes/checks/base.py
+CheckContext.still_answered). With no hello answered yet (`scan --checks pq` alone), an
+ordinary hello the server must answer is asked instead (`before=False`).
 """
 
 from __future__ import annotations
@@ -140,28 +143,27 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
 
 def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:
     """What makes the path to `runner`'s target look flaky so far: ordinary hellos that
-    failed with a reset or a timeout and were answered when retried
-    (TargetRunner.transient); None for none."""
-    def seen() -> str | None:
-        n = runner.transient
-        if n <= 0:
-            return None
-        return f"the path reset or timed out {n} ordinary hello{'s' if n > 1 else ''} " \
-            "that a retry then answered"
-    return seen
+    failed with a reset or a timeout and were answered when retried, or closed and answered
+    when asked again (TargetRunner.flaky); None for none."""
+    return runner.flaky
 
 
 async def still_answered(run: TargetRunner, hello: ClientConfig, stop: Stop, phase: str,
-                         named: str) -> str | None:
+                         named: str, *, before: bool = True) -> str | None:
     """Whether a refusal just read holds (see the module docstring): `hello`, answered
     before (`named`: how to name it, "the TLS 1.3 hello that established the version"), is
     asked once more, under `phase`, reading only what the server names (a bare close is
     asked twice, as every hello: TargetRunner.run). None when it is answered; else why the
     refusal proves nothing, one clause starting with "but", for the caller's inconclusive
-    result."""
+    result. `before` False: no hello was answered yet (`scan --checks pq` alone), so `hello`
+    is an ordinary one the server must answer for the refusal to hold."""
     out = await run.run(hello, phase, stop, names_only=True)
     if out.answered:
         return None
+    if not before:
+        return (f"but {named} was not answered either ({out.describe()}): the server may "
+                "refuse every hello by now (rate limiting), or not speak that version, so "
+                "the refusal proves nothing")
     return (f"but {named}, answered before, was not answered right after "
             f"({out.describe()}): the server may refuse every hello by now (rate limiting), "
             "so the refusal proves nothing")

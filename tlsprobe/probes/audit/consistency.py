@@ -6,9 +6,11 @@ that no single backend has. The versions check's hello of the highest spoken ver
 reference: its answer there is kept, and the same hello is sent once more when each later
 phase (groups and post-quantum, suites, signature schemes) ends and at the end of the audit
 (once more when only that last one is refused: `Reference.last`), a few connections in all.
-The answers are compared on version, cipher suite and group; any difference, or a hello
-refused with an alert and then answered on a second connection (TargetRunner
-disagreements), means the target answers inconsistently.
+The answers are compared on version, cipher suite, group and leaf certificate; two
+different answers mean the target answers inconsistently. Answers that differ only by
+alerts (a repeat refused with an alert, a hello refused with an alert and then answered on
+a second connection: TargetRunner disagreements) decide nothing: a rate limiter refusing
+some connections gives them as well as a second configuration (not_checked, said why).
 
 A repeat refused (an alert or a close, what an elimination reads as "not supported") says
 more: the server now refuses the very hello it answered, as a rate limiter or an overloaded
@@ -53,20 +55,33 @@ class Reference:
     answers: list[tuple[str, Outcome]] = field(default_factory=list)
     #: the version the hello is named by ("TLS 1.3"; "": the version of its first answer)
     version: str = ""
+    #: the target's connections so far right after the last repeat (-1: none yet): other
+    #: connections since then mean the final repeat does not follow it directly
+    seen: int = -1
+    #: whether the last two answers are two hellos in a row (nothing between them)
+    in_a_row: bool = False
 
     async def repeat(self, run: TargetRunner, after: str) -> None:
         """Send the reference hello once more (no confirmation connection: a bare close is
         simply not compared, and an alert differs from the first answer by itself)."""
+        self.in_a_row = self.seen == _total(run)
         out = await run.scheduler.run(run.target, Job(self.config, PHASE, self.stop))
         self.answers.append((after, out))
+        self.seen = _total(run)
 
     async def last(self, run: TargetRunner) -> None:
-        """The final repeat, at the end of the audit; refused where the repeat before it was
-        not, once more: a single refusal at the end is what a rate limiter that starts
-        there gives as well as a second configuration, so one more connection tells them
-        apart (refused again: the server stopped answering, `_stopped`; answered: the
-        refusal is compared as any other answer)."""
+        """The final repeats, at the end of the audit: two hellos in a row (one when the
+        last family's repeat came right before: nothing ran since), which a round-robin
+        balancer over two backends always sends to different ones; without them, the
+        repeats could all reach one backend (`scan --checks versions,cert`: two answers,
+        the same backend) and another backend's certificate go unseen. Refused where the
+        repeat before it was not, once more: a single refusal at the end is what a rate
+        limiter that starts there gives as well as a second configuration, so one more
+        connection tells them apart (refused again: the server stopped answering,
+        `_stopped`; answered: the refusal is compared as any other answer)."""
         await self.repeat(run, "end of the audit")
+        if not self.in_a_row:
+            await self.repeat(run, "end of the audit")
         if len(self.answers) >= 2 and self.answers[-1][1].refused and \
                 not self.answers[-2][1].refused:
             await self.repeat(run, "end of the audit")
@@ -82,6 +97,10 @@ class Reference:
         return (f"the hello the versions check got answered was refused at the end of the "
                 f"audit ({last.describe()}): the server may refuse every hello by then "
                 "(rate limiting), so a refusal then proves nothing")
+
+
+def _total(run: TargetRunner) -> int:
+    return sum(run.scheduler.count(run.target).values())
 
 
 def _key(out: Outcome) -> tuple[object, ...]:
@@ -173,9 +192,37 @@ def _leaves(answers: list[Outcome]) -> str | None:
         "the hello, so the same hello gets the same one"
 
 
+def _seen_alike(ref: Reference, known: list[Outcome]) -> str:
+    """What "consistent" rests on: the answers compared agree, which shows no second
+    configuration; it does not show that there is none (a balancer that keeps a client on
+    one backend, or whose other backends no repeat reached)."""
+    certs = sum(1 for o in known if o.answered and o.certificates)
+    what = "version, suite, group and leaf certificate" if certs == len(known) else \
+        f"version, suite and group; the leaf certificate of the {certs} that read it" \
+        if certs >= 2 else "version, suite and group"
+    row = ", the last two from consecutive connections (which a round-robin balancer sends " \
+        "to different backends)" if ref.in_a_row else ""
+    return (f"no second configuration seen: {len(known)} answers of the reference hello agree "
+            f"({what}){row}; a balancer that keeps this client on one backend, or whose "
+            "other backends no repeat reached, would not show here")
+
+
+def _only_alerts(alerts: int, disagreements: int) -> str:
+    """Why answers that differ only by some alerts are no verdict: a rate limiter refusing
+    some connections with an alert gives the same as a backend that refuses the hello."""
+    seen = [f"the reference hello got an alert {alerts} time(s) and the same answer otherwise"
+            ] if alerts else []
+    seen += [f"{disagreements} hello(s) got an alert, then an answer when asked again"
+             ] if disagreements else []
+    return (f"not established: {' and '.join(seen)}, with no two different answers; a rate "
+            "limiter that refuses some connections with an alert does that as well as a "
+            "second configuration that refuses those hellos")
+
+
 def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck:
     if disagreements and (ref is None or len(ref.answers) < 2):
-        return ConsistencyCheck(ConsistencyStatus.INCONSISTENT, notes=tuple(disagreements))
+        return ConsistencyCheck(ConsistencyStatus.NOT_CHECKED, notes=tuple(disagreements) + (
+            _only_alerts(0, len(disagreements)),))
     if ref is None or len(ref.answers) < 2:
         why = "no later phase to compare with" if ref is not None else \
             "no answered reference hello from the versions check"
@@ -201,9 +248,15 @@ def verdict(ref: Reference | None, disagreements: list[str]) -> ConsistencyCheck
     leaves = _leaves(known)
     if leaves:
         notes += (leaves,)
-    status = ConsistencyStatus.INCONSISTENT \
-        if len({_key(o) for o in known}) > 1 or disagreements or leaves \
+    answers_differ = len({_key(o) for o in known if o.answered}) > 1 or leaves
+    alerts = sum(1 for o in known if o.status == ALERT)
+    status = ConsistencyStatus.INCONSISTENT if answers_differ \
+        else ConsistencyStatus.NOT_CHECKED if alerts and len(known) > alerts or disagreements \
         else ConsistencyStatus.CONSISTENT if len(known) > 1 else ConsistencyStatus.NOT_CHECKED
+    if status == ConsistencyStatus.NOT_CHECKED and (disagreements or alerts):
+        notes += (_only_alerts(alerts, len(disagreements)),)
+    if status == ConsistencyStatus.CONSISTENT:
+        notes += (_seen_alike(ref, known),)
     first = ref.answers[0][1]
     offered = f"the versions check's {ref.version or registry.version_name(first.version or 0)}" \
         " hello"

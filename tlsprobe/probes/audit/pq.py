@@ -9,6 +9,12 @@
 - tolerance: a hello with several large PQ shares (about 6 kB): answered, or refused while
   an ordinary hello works (refused again with the ordinary browser-like hello answered in
   between: the one rule of probes/audit/confirm.py).
+
+A refusal makes "capability" or "browser_like" NO only when it holds: the hello is refused
+on a second connection too, and right after it the server still answers a hello it answered
+before (confirm.still_answered), or, with nothing answered yet (`scan --checks pq` alone),
+an ordinary TLS 1.3 hello. Else the verdict is inconclusive with the reason: a rate
+limiter's or a flaky path's refusal says nothing about the groups.
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ from tlsprobe.probes.audit.confirm import (
     UNSURE,
     confirm_refusal,
     flaky_path,
+    still_answered,
 )
+from tlsprobe.probes.audit.groups import PROTOCOL_VERSION_ALERT
+from tlsprobe.probes.audit.outcome import STOP_HELLO
 from tlsprobe.probes.audit.scheduler import (
     HELLO_RETRY,
     SERVER_HELLO,
@@ -38,6 +47,8 @@ PHASE = "post-quantum"
 X25519MLKEM768, X25519 = 0x11EC, 0x001D
 PQ_KINDS = ("hybrid", "mlkem", "draft")
 BROWSER_GROUPS = (X25519MLKEM768, X25519, 0x0017, 0x0018)
+#: the control hello when no hello was answered before: TLS 1.3 with classical groups only
+ORDINARY_GROUPS = (X25519, 0x0017, 0x0018)
 TOLERANCE_SHARES = (0x11ED, 0x11EC, 0x11EB, 0x0202, X25519)
 TOLERANCE_GROUPS = TOLERANCE_SHARES + (0x0017, 0x0018)
 CHECKS = ((PqCheck.CAPABILITY, "X25519MLKEM768"),
@@ -60,7 +71,7 @@ async def capability(run: TargetRunner, group: int) -> PqVerdict:
     name = registry.group_name(group)
     if not kex.is_computable(group):
         return PqVerdict(PqCheck.CAPABILITY, name, Answer.NOT_TESTED, "no share can be computed here")
-    out = await run.run(_config(run, (group,), (group,)), PHASE)
+    out = await run.run(_config(run, (group,), (group,)), PHASE, confirm=True)
     if out.status == SERVER_HELLO and out.group == group:
         detail = "the server completed the key exchange with a real share"
         if out.share_problem is not None:   # chosen, but no client can finish
@@ -70,7 +81,10 @@ async def capability(run: TargetRunner, group: int) -> PqVerdict:
             return PqVerdict(PqCheck.CAPABILITY, name, Answer.INCONCLUSIVE, f"{detail}, then: {out.reason}")
         return PqVerdict(PqCheck.CAPABILITY, name, Answer.YES, detail + " (its share was valid)")
     if out.refused:
-        return PqVerdict(PqCheck.CAPABILITY, name, Answer.NO, f"a real share offered alone: {out.describe()}")
+        why = await _refusal_holds(run, out)
+        verdict = Answer.NO if why is None else Answer.INCONCLUSIVE
+        return PqVerdict(PqCheck.CAPABILITY, name, verdict,
+                         f"a real share offered alone: {_refused_twice(out)}{_but(why)}")
     return PqVerdict(PqCheck.CAPABILITY, name, Answer.INCONCLUSIVE, out.describe())
 
 
@@ -103,7 +117,7 @@ def _chosen(out: Outcome) -> str:
 async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVerdict, Outcome]:
     subject = "X25519MLKEM768 + X25519 shares"
     out = await run.run(_config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519)),
-                        PHASE)
+                        PHASE, confirm=True)
     if out.status == SERVER_HELLO and out.group == X25519MLKEM768:
         if out.share_problem is not None:   # no browser finishes that handshake
             return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.NO, "the server picked "
@@ -114,8 +128,35 @@ async def browser_like(run: TargetRunner, pq_capable: bool | None) -> tuple[PqVe
         return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.NO,
                          f"the server picked {_chosen(out)}{also}"), out
     if out.refused:
-        return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.NO, out.describe()), out
+        why = await _refusal_holds(run, out)
+        verdict = Answer.NO if why is None else Answer.INCONCLUSIVE
+        return PqVerdict(PqCheck.BROWSER_LIKE, subject, verdict,
+                         f"{_refused_twice(out)}{_but(why)}"), out
     return PqVerdict(PqCheck.BROWSER_LIKE, subject, Answer.INCONCLUSIVE, out.describe()), out
+
+
+def _refused_twice(out: Outcome) -> str:
+    return out.describe() + (" (on two connections)" if out.confirmed else "")
+
+
+def _but(why: str | None) -> str:
+    return "" if why is None else f", {why}"
+
+
+async def _refusal_holds(run: TargetRunner, refusal: Outcome) -> str | None:
+    """Whether a refusal (asked twice) just read holds: a protocol_version alert does (the
+    server's word that it does not speak TLS 1.3, which no limiter sends); else the hello
+    the server answered last is asked again (confirm.still_answered); with none answered
+    yet, an ordinary TLS 1.3 hello, which must be answered. None: it holds; else why not
+    ("but ...")."""
+    if refusal.alert == PROTOCOL_VERSION_ALERT:
+        return None
+    if run.answered_hello is not None:
+        return await still_answered(run, *run.answered_hello, f"{PHASE} control",
+                                    "a hello of the audit")
+    return await still_answered(run, _config(run, ORDINARY_GROUPS, (X25519,)), STOP_HELLO,
+                                f"{PHASE} control", "an ordinary TLS 1.3 hello (x25519)",
+                                before=False)
 
 
 @dataclass(frozen=True)

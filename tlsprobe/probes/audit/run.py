@@ -362,8 +362,11 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
             return _not_spoken(TLS13, "not tested: the server does not speak TLS 1.3")
         if "groups" not in checks:
             return None
+        # the refusal that ends it makes `group.missing` (a policy finding): it holds only
+        # while the first offer is still answered right after it, in every scan (a limiter
+        # refusing a few connections is no "stopped answering" the family's repeat sees)
         audit = await groups.tls13_groups(run.runner, groups.candidate_groups(
-            TLS13, run.options.tls13_groups), control=spoken is None)
+            TLS13, run.options.tls13_groups), control=True)
         return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:

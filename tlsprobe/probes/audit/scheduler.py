@@ -472,12 +472,29 @@ class TargetRunner:
     #: the last hello the server answered, and where its connection stopped: what
     #: confirm.still_answered asks when no hello of the caller's own was answered
     answered_hello: tuple[ClientConfig, Stop] | None = None
+    #: hellos closed without an answer and answered when asked again (`run`): a path or a
+    #: limiter that drops connections, so a bare close elsewhere proves nothing either
+    closed_answered: int = 0
 
     @property
     def transient(self) -> int:
         """Hellos the server answered only on a retry after a reset or a timeout: the path
         is flaky, so a reset or silence elsewhere proves nothing (probes/audit/confirm.py)."""
         return self.scheduler.transient[self.target.display]
+
+    def flaky(self) -> str | None:
+        """What made the path look flaky so far (a reset or a timeout a retry answered, a
+        bare close answered when asked again), one clause; None: nothing did."""
+        seen = []
+        if self.transient > 0:
+            n = self.transient
+            seen.append(f"the path reset or timed out {n} ordinary hello{'s' if n > 1 else ''} "
+                        "that a retry then answered")
+        if self.closed_answered > 0:
+            n = self.closed_answered
+            seen.append(f"{n} hello{'s' if n > 1 else ''} closed without an answer "
+                        f"{'were' if n > 1 else 'was'} answered when asked again")
+        return " and ".join(seen) or None
 
     def config(self, versions: tuple[int, ...], **kw: Any) -> ClientConfig:
         """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
@@ -497,7 +514,9 @@ class TargetRunner:
         when it is a bare close (a flaky network or a middlebox drops connections that way,
         so it proves nothing alone), with `confirm` True always (a negative verdict that can
         fail CI), with False never (the caller confirms otherwise). Refused again: that
-        refusal, `confirmed`. Answered: the answer (a real alert answered differently is
+        refusal, `confirmed`; closed twice on a path that has shown itself flaky (`flaky`:
+        a periodic dropper closes two hellos of one question when others come between),
+        inconclusive. Answered: the answer (a real alert answered differently is
         noted in `disagreements`). Else inconclusive. `names_only`: Job.names_only."""
         job = Job(config, phase, stop, names_only)
         out = self._seen(await self.scheduler.run(self.target, job), job)
@@ -505,9 +524,16 @@ class TargetRunner:
         if not out.refused or not again_if:
             return out
         again = self._seen(await self.scheduler.run(self.target, job), job)
+        seen = self.flaky() if CLOSED == out.status == again.status else None
+        if seen is not None:   # two bare closes on a path that drops connections
+            return replace(again, status=INCONCLUSIVE, kind=FailureKind.NETWORK, reason=(
+                f"connection closed without an answer, twice, but {seen}: on this path a "
+                "closed connection proves nothing"))
         if again.refused:
             return replace(again, confirmed=True)
         if again.answered:
+            if out.status == CLOSED:
+                self.closed_answered += 1
             if out.status == ALERT:
                 self.disagreements.append(f"{phase}: the same hello got {out.describe()}, "
                                           f"then {again.describe()}")

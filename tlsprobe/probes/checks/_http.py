@@ -77,6 +77,18 @@ class Response:
         code = parts[1] if len(parts) > 1 else ""
         return int(code) if len(code) == 3 and code.isascii() and code.isdigit() else None
 
+    def unusual(self) -> str | None:
+        """Why this answer says nothing of what the site sends (its headers, cookies, body
+        encoding): a 429 or a 5xx, what a rate limiter or an overloaded server answers, often
+        without the site's usual headers (nginx adds add_header ones to 2xx and 3xx only);
+        None for any other answer."""
+        code = self.code
+        if code != 429 and (code is None or not 500 <= code <= 599):
+            return None
+        return (f"GET {cut(self.path)} answered {self.status}: a rate limiter's or an "
+                "overloaded server's answer, often sent without the site's usual headers, "
+                "so what it lacks is not established")
+
     @property
     def location(self) -> str | None:
         """The first Location of a redirect answer (None: not a redirect, or none)."""

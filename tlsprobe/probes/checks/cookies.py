@@ -61,6 +61,9 @@ async def run(ctx: CheckContext) -> CheckResult:
     cookies = cookies_of(got)
     details = CookiesDetails(got.status, cookies, got.redirects())
     where = f" ({got.read()})"
+    if not cookies and got.unusual() is not None:
+        return ctx.result(Verdict.inconclusive, str(got.unusual()), got.trail(),
+                          details=details)
     if not cookies:
         return ctx.result(Verdict.not_applicable, f"no Set-Cookie{where}", got.trail(),
                           details=details)

@@ -48,6 +48,8 @@ async def run(ctx: CheckContext) -> CheckResult:
         return got
     carrier = next((r for r in got.chain if r.get("strict-transport-security")), None)
     trail = got.trail()
+    if carrier is None and got.unusual() is not None:
+        return ctx.result(Verdict.inconclusive, str(got.unusual()), trail)
     if carrier is None:
         return ctx.result(Verdict.not_supported, f"no Strict-Transport-Security header "
                           f"({got.read()})", trail, severity=Severity.low,

@@ -42,6 +42,8 @@ async def run(ctx: CheckContext) -> CheckResult:
                           "secrets and reflected input share a compressed body is not "
                           f"tested{after})", (*trail, header), severity=Severity.low,
                           details=details)
+    if got.unusual() is not None:
+        return ctx.result(Verdict.inconclusive, str(got.unusual()), trail, details=details)
     shown = f"Content-Encoding: {cut(', '.join(encodings))}" if encodings else \
         "no Content-Encoding"
     return ctx.result(Verdict.not_vulnerable, f"the answer to {sent} is not compressed "

@@ -127,6 +127,8 @@ async def run(ctx: CheckContext) -> CheckResult:
                                     ("X-Frame-Options or CSP frame-ancestors",
                                      _clickjacking(got))) if not there]
     where = f" ({got.read()})"
+    if (weak or essential) and got.unusual() is not None:
+        return ctx.result(Verdict.inconclusive, str(got.unusual()), evidence, details=details)
     shown = f"present: {', '.join(sorted(names, key=_order))}" if names else ""
     if weak or len(names - {REPORT_ONLY}) == 0:
         why = "; ".join(f"{w.name}: {w.why}" for w in weak) if weak else \
