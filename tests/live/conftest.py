@@ -132,6 +132,22 @@ def run_client(argv: list[str], timeout: float = 20.0, stdin: str = "") -> float
     return time.time()
 
 
+def logged_client_rows(run: Any, port: int, keys: Path) -> tuple[list[dict[str, Any]], int, str]:
+    """openssl s_client to 127.0.0.1:`port` over TLS 1.3, then TLS 1.2, logging its secrets
+    to `keys` as it goes; the live capture `run`'s JSON rows of the two connections (each
+    within 15 s), then its exit code and stderr once it ended."""
+    for version in ("-tls1_3", "-tls1_2"):
+        run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", version,
+                    "-keylogfile", str(keys)])
+    records = []
+    for _ in range(2):
+        got = run.next_record(timeout=15.0)
+        assert got is not None, "no row: " + "".join(run.stderr)
+        records.append(got[1])
+    code, _lines, err = run.finish()
+    return records, code, err
+
+
 #: what a connection's report says of its handshake: the same live and from the -w file
 FACTS = ("client", "server", "sni", "offer", "client_random", "client_extensions",
          "server_extensions", "version", "cipher", "key_exchange", "hello_retry_request",
