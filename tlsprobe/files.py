@@ -40,7 +40,7 @@ class UnreadableFile(UsageError):
 
     @classmethod
     def too_large(cls, name: str, limit: int, expected: str) -> UnreadableFile:
-        """The error of a file larger than `limit` bytes (it is `expected` no such file)."""
+        """The error of a file larger than `limit` bytes: so large, it is not `expected`."""
         size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
         return cls(name, f"larger than {size}: not {expected}")
 
