@@ -285,7 +285,8 @@ def test_draft_tls13_clients_take_a_marked_tls12_answer(tls_server, run_cli) -> 
     (b"[1, 2]", "p.json: not a client profile (a JSON object, not list)"),
     (b'{"id": "x"}', "p.json: not a client profile: no 'source' field"),
     (b"{bad", "p.json: not a client profile (Expecting property name"),
-    (b"\xff\xfe", "p.json: not a client profile ('utf-8' codec can't decode"),
+    (b"\xff\xfe", "p.json: not UTF-8 text (byte 0xff at offset 0): not a client profile "
+                 "(docs/CLIENTS.md)"),
 ], ids=["source-not-object", "a-list", "field-missing", "not-json", "not-utf8"])
 @pytest.mark.parametrize("command", ["clients", "scan"])
 def test_a_profiles_dir_file_that_is_no_profile_is_named(run_cli, tmp_path: Path, text: bytes,
@@ -335,8 +336,8 @@ def test_a_profile_file_over_a_mebibyte_is_refused_unread(run_cli, tmp_path: Pat
     code, out, err = run_cli("clients", "--list", "--profiles-dir", folder)
     assert (code, out) == (2, ""), err
     assert err.strip() == (f"tlsprobe: error: cannot read the client profiles in {folder}: "
-                           "big.json: not a client profile (larger than 1 MiB; a recorded "
-                           "hello is a few KiB)"), err
+                           "big.json: larger than 1 MiB: not a client profile "
+                           "(docs/CLIENTS.md)"), err
     (folder / "big.json").write_bytes(text + b" " * ((1 << 20) - len(text)))   # 1 MiB: read
     code, out, err = run_cli("clients", "--list", "--profiles-dir", folder)
     assert code == 0 and out.split()[0] == "test-curl", err

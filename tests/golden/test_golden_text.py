@@ -27,7 +27,8 @@ from tlsprobe.model.timing import (MEASURED, NOT_RUN, REFUSED, EntryTiming, Stat
 from tlsprobe.policy.findings import with_findings
 from tlsprobe.policy.load import load_policy
 from tlsprobe.report.audit_tables import render_audit, render_summary
-from tlsprobe.report.offline_tables import connection_row, render_connections, render_details
+from tlsprobe.report.offline_details import render_details
+from tlsprobe.report.offline_tables import connection_row, render_connections
 from tlsprobe.report.tables import render_probe
 from tlsprobe.report.timing_tables import render_timing
 

@@ -110,7 +110,7 @@ class Issued:
     leaf_der: bytes
 
 
-def _name(cn: str) -> x509.Name:
+def cn_name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
@@ -119,15 +119,15 @@ def issued(leaf_key: PrivateKey | None = None, ca_name: str = "BER Test CA") -> 
     now."""
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = x509.CertificateBuilder().subject_name(_name(ca_name)) \
-        .issuer_name(_name(ca_name)).public_key(ca_key.public_key()).serial_number(1) \
+    ca = x509.CertificateBuilder().subject_name(cn_name(ca_name)) \
+        .issuer_name(cn_name(ca_name)).public_key(ca_key.public_key()).serial_number(1) \
         .not_valid_before(now - datetime.timedelta(days=1)) \
         .not_valid_after(now + datetime.timedelta(days=30)) \
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True) \
         .sign(ca_key, hashes.SHA256())
     key = leaf_key or ec.generate_private_key(ec.SECP256R1())
-    leaf = x509.CertificateBuilder().subject_name(_name("localhost")) \
-        .issuer_name(_name(ca_name)).public_key(key.public_key()) \
+    leaf = x509.CertificateBuilder().subject_name(cn_name("localhost")) \
+        .issuer_name(cn_name(ca_name)).public_key(key.public_key()) \
         .serial_number(0x1234).not_valid_before(now - datetime.timedelta(days=1)) \
         .not_valid_after(now + datetime.timedelta(days=30)) \
         .add_extension(x509.SubjectAlternativeName([
@@ -166,10 +166,32 @@ def pem(der: bytes) -> bytes:
 
 def write(chain: Issued, leaf_der: bytes, folder: Path) -> tuple[Path, Path, Path]:
     """(CA PEM, leaf PEM, leaf key PEM) in `folder`."""
-    ca, leaf, key = folder / "ca.pem", folder / "leaf.pem", folder / "leaf.key"
+    ca = folder / "ca.pem"
     ca.write_bytes(pem(chain.ca_der))
+    return (ca, *leaf_files(folder, leaf_der, chain.leaf_key))
+
+
+def leaf_files(folder: Path, leaf_der: bytes, leaf_key: PrivateKey) -> tuple[Path, Path]:
+    """(leaf PEM, leaf key PEM: PKCS#8) in `folder`, as a server's -cert and -key."""
+    leaf, key = folder / "leaf.pem", folder / "leaf.key"
     leaf.write_bytes(pem(leaf_der))
-    key.write_bytes(chain.leaf_key.private_bytes(
+    key.write_bytes(leaf_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
-    return ca, leaf, key
+    return leaf, key
+
+
+def signed_cert(subject: x509.Name, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
+                signer: ec.EllipticCurvePrivateKey, ca: bool) -> bytes:
+    """A certificate (DER) of `key` named `subject`, signed by `signer` as `issuer`, valid
+    from a day ago for 30 days: a CA (basicConstraints, critical) or a leaf for localhost."""
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(days=1))
+               .not_valid_after(now + datetime.timedelta(days=30))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if not ca:
+        builder = builder.add_extension(x509.SubjectAlternativeName(
+            [x509.DNSName("localhost")]), critical=False)
+    return builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.DER)

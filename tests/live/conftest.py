@@ -132,6 +132,57 @@ def run_client(argv: list[str], timeout: float = 20.0, stdin: str = "") -> float
     return time.time()
 
 
+def full_pipe() -> tuple[int, int, int]:
+    """A pipe whose buffer this test filled: (read end, write end, bytes written), so that
+    a child's next write to it waits (its output or stderr given the write end)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(write_end, b"\0" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write_end, True)
+    return read_end, write_end, filled
+
+
+def terminated_while_writing(proc: subprocess.Popen[Any], read_end: int, filled: int,
+                             deadline: float) -> tuple[int, str]:
+    """SIGTERM to `proc` once it waits in a write to the full pipe (`full_pipe`, whose write
+    end the caller closed), the pipe then read to its end: (its exit code, what it wrote);
+    killed if it outlives `deadline` seconds."""
+    try:
+        end = time.monotonic() + deadline
+        while "pipe_write" not in Path(f"/proc/{proc.pid}/wchan").read_text() and \
+                proc.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        with os.fdopen(read_end, "rb") as pipe:
+            written = pipe.read()[filled:].decode()
+        return proc.wait(deadline), written
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+
+
+def logged_client_rows(run: Any, port: int, keys: Path) -> tuple[list[dict[str, Any]], int, str]:
+    """openssl s_client to 127.0.0.1:`port` over TLS 1.3, then TLS 1.2, logging its secrets
+    to `keys` as it goes; the live capture `run`'s JSON rows of the two connections (each
+    within 15 s), then its exit code and stderr once it ended."""
+    for version in ("-tls1_3", "-tls1_2"):
+        run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", version,
+                    "-keylogfile", str(keys)])
+    records = []
+    for _ in range(2):
+        got = run.next_record(timeout=15.0)
+        assert got is not None, "no row: " + "".join(run.stderr)
+        records.append(got[1])
+    code, _lines, err = run.finish()
+    return records, code, err
+
+
 #: what a connection's report says of its handshake: the same live and from the -w file
 FACTS = ("client", "server", "sni", "offer", "client_random", "client_extensions",
          "server_extensions", "version", "cipher", "key_exchange", "hello_retry_request",

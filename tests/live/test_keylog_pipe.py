@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.capbuild import pcap_jsonl
-from tests.live.conftest import run_client
+from tests.live.conftest import logged_client_rows, run_client
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,15 +44,7 @@ def test_a_live_capture_follows_a_key_log_fifo_its_writer_keeps_open(
     try:
         run = live_pcap(f"tcp port {server.port}", "--jsonl", "--keylog", str(fifo),
                         "-c", "2")
-        for version in ("-tls1_3", "-tls1_2"):
-            run_client(["openssl", "s_client", "-connect", f"127.0.0.1:{server.port}",
-                        version, "-keylogfile", str(keys)])
-        records = []
-        for _ in range(2):
-            got = run.next_record(timeout=15.0)
-            assert got is not None, "no row: " + "".join(run.stderr)
-            records.append(got[1])
-        code, _lines, err = run.finish()
+        records, code, err = logged_client_rows(run, server.port, keys)
     finally:
         _stop(writer)
     assert code == 0, err

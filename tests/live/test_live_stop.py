@@ -19,7 +19,7 @@ import pytest
 
 import tlsprobe
 from tests.helpers.cpu import reaped_cpu
-from tests.live.conftest import REPO, run_client
+from tests.live.conftest import REPO, full_pipe, run_client, terminated_while_writing
 from tlsprobe.capture import iter_stream_events
 from tlsprobe.capture.live import LiveCapture
 
@@ -258,33 +258,13 @@ def test_sigterm_right_after_the_capturing_line_still_summarises(tmp_path: Path)
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
     written = tmp_path / "live.pcapng"
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)
-    filled = 0
-    try:
-        while True:
-            filled += os.write(write_end, b"\0" * 4096)
-    except BlockingIOError:
-        pass
-    os.set_blocking(write_end, True)
+    read_end, write_end, filled = full_pipe()
     env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
     proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "pcap", "-i", "lo", "-f",
                              f"tcp port {port}", "-w", str(written)],
                             stdout=subprocess.DEVNULL, stderr=write_end, env=env)
     os.close(write_end)
-    try:
-        deadline = time.monotonic() + 30
-        while "pipe_write" not in Path(f"/proc/{proc.pid}/wchan").read_text() and \
-                proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        with os.fdopen(read_end, "rb") as err_pipe:
-            err = err_pipe.read()[filled:].decode()
-        code = proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
+    code, err = terminated_while_writing(proc, read_end, filled, 30)
     assert code == 0, (code, err)
     assert err.startswith("tlsprobe: capturing on lo") and "captured 0 packets" in err, err
     assert subprocess.run(["tshark", "-r", str(written)], capture_output=True,

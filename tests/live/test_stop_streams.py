@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cpu import reaped_cpu
+from tests.live.conftest import full_pipe, terminated_while_writing
 from tlsprobe.capture import read_packets
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,33 +167,13 @@ def test_a_signal_during_the_summary_lets_it_finish() -> None:
     written to a pipe this test filled, so the write waits. A SIGTERM then has nothing to
     stop: the statistics come whole, exit 0 (the default SIGTERM, set back as the reading
     ended, killed the process in the middle of its summary)."""
-    read_end, write_end = os.pipe()
-    os.set_blocking(write_end, False)
-    filled = 0
-    try:
-        while True:
-            filled += os.write(write_end, b"\0" * 4096)
-    except BlockingIOError:
-        pass
-    os.set_blocking(write_end, True)
+    read_end, write_end, filled = full_pipe()
     env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     with (CAPTURES / "tls13_x25519.pcap").open("rb") as capture:
         proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "pcap", "-", "--stats"],
                                 stdin=capture, stdout=write_end, stderr=subprocess.PIPE,
                                 env=env, cwd=REPO)
     os.close(write_end)
-    try:
-        deadline = time.monotonic() + DEADLINE
-        while "pipe_write" not in Path(f"/proc/{proc.pid}/wchan").read_text() and \
-                proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        with os.fdopen(read_end, "rb") as out_pipe:
-            out = out_pipe.read()[filled:].decode()
-        code = proc.wait(DEADLINE)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(5)
+    code, out = terminated_while_writing(proc, read_end, filled, DEADLINE)
     assert code == 0, (code, out)
     assert out.startswith("Versions (1 connection)") and "Groups (1 connection)" in out, out

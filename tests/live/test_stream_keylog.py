@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.capbuild import pcap_jsonl, tshark_fields
-from tests.live.conftest import run_client
+from tests.live.conftest import logged_client_rows, run_client
 
 
 def test_rows_are_decrypted_with_keys_the_client_logs_as_it_goes(
@@ -20,16 +20,7 @@ def test_rows_are_decrypted_with_keys_the_client_logs_as_it_goes(
     keys = tmp_path / "sslkeylog.txt"
     keys.write_text("")      # empty when the capture starts, as a browser's new log
     run = live_pcap(f"tcp port {server.port}", "--jsonl", "--keylog", str(keys), "-c", "2")
-    target = f"127.0.0.1:{server.port}"
-    for version in ("-tls1_3", "-tls1_2"):
-        run_client(["openssl", "s_client", "-connect", target, version, "-keylogfile",
-                    str(keys)])
-    records = []
-    for _ in range(2):
-        got = run.next_record(timeout=15.0)
-        assert got is not None, "no row: " + "".join(run.stderr)
-        records.append(got[1])
-    code, _lines, err = run.finish()
+    records, code, err = logged_client_rows(run, server.port, keys)
     assert code == 0, err
     assert [r["version"]["name"] for r in records] == ["TLS 1.3", "TLS 1.2"]
     assert [r["decrypted"] for r in records] == [True, True], [r["problems"] for r in records]

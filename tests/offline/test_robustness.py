@@ -14,7 +14,8 @@ from tlsprobe.capture import CaptureError
 from tlsprobe.engine.keylog import load_keylog
 from tlsprobe.offline.analyzer import AnalyzerOptions, CaptureAnalysis
 from tlsprobe.report.trace import TraceFormatter
-from tlsprobe.report.offline_tables import connection_row, connection_rows
+from tlsprobe.report.offline_details import connection_rows
+from tlsprobe.report.offline_tables import connection_row
 
 FILES = sorted(p for p in CAPTURES.glob("*.pcap"))
 

@@ -5,15 +5,13 @@ against --max-bytes: a 4 MB page with --max-bytes 1000000, or any page over the 
 from __future__ import annotations
 
 import json
-import socket
-import ssl
-import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from tests.conftest import CliResult
+from tests.helpers.tls_answer import tls_answering
 from tests.lab_servers.certs import CertSet
 
 BODY = 4_000_000
@@ -22,27 +20,9 @@ BODY = 4_000_000
 @pytest.fixture
 def big_page(certs: CertSet) -> Iterator[int]:
     """A Python ssl (OpenSSL) server on loopback answering any request with a 4 MB body."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(certs["rsa"].chain, certs["rsa"].key)
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(30)
-
-    def serve() -> None:
-        for _ in range(2):
-            try:
-                raw, _ = listener.accept()
-                with ctx.wrap_socket(raw, server_side=True) as conn:
-                    conn.recv(4096)
-                    conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n"
-                                 .encode() + b"x" * BODY)
-            except (OSError, ssl.SSLError):
-                pass   # the probe stopped reading and closed
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    listener.close()
-    thread.join(10)
+    page = f"HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\n\r\n".encode() + b"x" * BODY
+    with tls_answering(certs["rsa"].chain, certs["rsa"].key, page) as port:
+        yield port
 
 
 def test_http_get_reports_the_status_of_a_page_longer_than_max_bytes(

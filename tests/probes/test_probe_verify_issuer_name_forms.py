@@ -8,7 +8,6 @@ local issuer certificate)", an untrusted verdict (certificate.untrusted, high: f
 established, never 20."""
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -16,32 +15,16 @@ from typing import Any
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.name import _ASN1Type
 from cryptography.x509.oid import NameOID
 
-from tests.helpers.bercert import pem
+from tests.helpers.bercert import leaf_files, pem, signed_cert
 from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
-
-NOW = datetime.datetime.now(datetime.UTC)
-DAY = datetime.timedelta(days=1)
 
 
 def _name(cn: str, kind: _ASN1Type = _ASN1Type.UTF8String) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn, kind)])
-
-
-def _cert(subject: x509.Name, key: ec.EllipticCurvePrivateKey, issuer: x509.Name,
-          signer: ec.EllipticCurvePrivateKey, ca: bool) -> bytes:
-    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(NOW - DAY).not_valid_after(NOW + 30 * DAY)
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if not ca:
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName("localhost")]), critical=False)
-    return builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
 
 
 #: (the intermediate's subject, the leaf's issuer, the intermediate's issuer)
@@ -64,14 +47,12 @@ def test_an_issuer_named_in_another_case_is_no_untrusted_verdict(
         name: str) -> None:
     inter_subject, leaf_issuer, inter_issuer = CASES[name]
     root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    root = _cert(_name("Codes Root"), root_key, _name("Codes Root"), root_key, True)
-    inter = _cert(inter_subject, inter_key, inter_issuer, root_key, True)
-    leaf = _cert(_name("localhost"), leaf_key, leaf_issuer, inter_key, False)
-    for file, der in (("root.pem", root), ("inter.pem", inter), ("leaf.pem", leaf)):
+    root = signed_cert(_name("Codes Root"), root_key, _name("Codes Root"), root_key, True)
+    inter = signed_cert(inter_subject, inter_key, inter_issuer, root_key, True)
+    leaf = signed_cert(_name("localhost"), leaf_key, leaf_issuer, inter_key, False)
+    for file, der in (("root.pem", root), ("inter.pem", inter)):
         (tmp_path / file).write_bytes(pem(der))
-    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    leaf_files(tmp_path, leaf, leaf_key)
     srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
                                        str(tmp_path / "leaf.key"), "-cert_chain",
                                        str(tmp_path / "inter.pem")])

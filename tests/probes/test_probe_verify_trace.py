@@ -281,7 +281,7 @@ def test_cafile_from_a_pipe_and_from_a_device(tls_server, run_cli, certs, tmp_pa
         "not vulnerable"], doc["check_results"]
     res = run_cli(f"127.0.0.1:{_closed_port()}", "--cafile", "/dev/zero")
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
-        "tlsprobe: error: --cafile /dev/zero: over 64 MiB: not a trust store"], res.stderr
+        "tlsprobe: error: --cafile /dev/zero: larger than 64 MiB: not a trust store"], res.stderr
 
 
 def test_msg_on_refused_connection_prints_nothing(run_cli) -> None:

@@ -6,37 +6,35 @@ the trust anchor, where `openssl s_client -verify_return_error` says 0 (or 20 fo
 whose root is not in the store: the verdict it reaches without that certificate)."""
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
-from tests.helpers.bercert import Issued, issued, mangled, pem
+from tests.helpers.bercert import (
+    Issued,
+    cn_name,
+    issued,
+    leaf_files,
+    mangled,
+    pem,
+    signed_cert,
+)
 from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
 
-NOW = datetime.datetime.now(datetime.UTC)
-DAY = datetime.timedelta(days=1)
 
-
-def _cert(cn: str, key: ec.EllipticCurvePrivateKey, issuer: str,
-          signer: ec.EllipticCurvePrivateKey, ca: bool) -> bytes:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    builder = (x509.CertificateBuilder().subject_name(name)
-               .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(NOW - DAY).not_valid_after(NOW + 30 * DAY)
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if not ca:
-        builder = builder.add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName("localhost")]), critical=False)
-    return builder.sign(signer, hashes.SHA256()).public_bytes(serialization.Encoding.DER)
+def _codes_chain() -> tuple[bytes, bytes, bytes, ec.EllipticCurvePrivateKey,
+                               ec.EllipticCurvePrivateKey]:
+    """(root, intermediate, leaf, the root's key, the leaf's): CN=Codes Root, CN=Codes CA,
+    CN=localhost."""
+    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    root = signed_cert(cn_name("Codes Root"), root_key, cn_name("Codes Root"), root_key, True)
+    inter = signed_cert(cn_name("Codes CA"), inter_key, cn_name("Codes Root"), root_key, True)
+    leaf = signed_cert(cn_name("localhost"), leaf_key, cn_name("Codes CA"), inter_key, False)
+    return root, inter, leaf, root_key, leaf_key
 
 
 def _ber(der: bytes, signer: ec.EllipticCurvePrivateKey) -> bytes:
@@ -62,17 +60,11 @@ def test_an_unparsable_certificate_counts_only_on_the_path(
         tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path,
         name: str) -> None:
     sent, anchored, expected, established = CASES[name]
-    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    root = _cert("Codes Root", root_key, "Codes Root", root_key, True)
-    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, True)
-    leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, False)
+    root, inter, leaf, root_key, leaf_key = _codes_chain()
     other = issued(ca_name="Another CA")
     made = {"inter": inter, "inter-ber": _ber(inter, root_key), "root-ber": _ber(root, root_key),
             "unrelated": mangled(other, "serial-long-length", ca=True)}
-    (tmp_path / "leaf.pem").write_bytes(pem(leaf))
-    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    leaf_files(tmp_path, leaf, leaf_key)
     (tmp_path / "chain.pem").write_bytes(b"".join(pem(made[k]) for k in sent))
     store = tmp_path / "store.pem"
     store.write_bytes(pem(root) if anchored else pem(issued(ca_name="Elsewhere CA").ca_der))
@@ -106,10 +98,7 @@ def test_a_store_certificate_cryptography_cannot_parse_counts_only_by_its_name(
     tlsprobe now too (was not established); it is (another key): OpenSSL takes it for the
     issuer (7), which cannot be told here: not established."""
     chain = issued()
-    (tmp_path / "leaf.pem").write_bytes(pem(chain.leaf_der))
-    (tmp_path / "leaf.key").write_bytes(chain.leaf_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    leaf_files(tmp_path, chain.leaf_der, chain.leaf_key)
     other = issued(ca_name="BER Test CA" if named else "Unrelated CA")   # another key
     store = tmp_path / "store.pem"
     store.write_bytes(pem(issued(ca_name="Elsewhere CA").ca_der) +
@@ -139,14 +128,8 @@ def test_a_store_certificate_cryptography_cannot_parse_above_a_store_intermediat
     is no verdict here (not established; code 2 was said with 56ea951's names of sent
     certificates alone), an unrelated one leaves OpenSSL's 2 (unable to get issuer
     certificate) standing."""
-    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    root = _cert("Codes Root", root_key, "Codes Root", root_key, True)
-    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, True)
-    leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, False)
-    (tmp_path / "leaf.pem").write_bytes(pem(leaf))
-    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    root, inter, leaf, root_key, leaf_key = _codes_chain()
+    leaf_files(tmp_path, leaf, leaf_key)
     store = tmp_path / "store.pem"
     store.write_bytes(pem(inter) + pem(_ber(root, root_key) if root_in_ber else mangled(
         issued(ca_name="Unrelated CA"), "serial-long-length", ca=True)))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.servers import start_server
+from tests.helpers.tls_answer import tls_answering
 from tests.lab_servers.certs import CertSet, named_set
 from tlsprobe.engine.client import ClientHandshake
 from tlsprobe.engine.config import ClientConfig
@@ -204,28 +205,9 @@ def test_probe_json_keeps_the_http_status_line(hostile_http, run_cli):
 def tls_smtp(certs):
     """A Python ssl server on loopback that answers any request with an SMTP banner (an
     implicit-TLS mail port), ESC included."""
-    import ssl
-    import threading
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(certs["rsa"].chain, certs["rsa"].key)
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(30)
-
-    def serve() -> None:
-        for _ in range(2):
-            try:
-                raw, _ = listener.accept()
-                with ctx.wrap_socket(raw, server_side=True) as conn:
-                    conn.recv(4096)
-                    conn.sendall(b"220 mx.test ESMTP \x1b[2J\r\n")
-            except (OSError, ssl.SSLError):
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    listener.close()
-    thread.join(10)
+    with tls_answering(certs["rsa"].chain, certs["rsa"].key,
+                       b"220 mx.test ESMTP \x1b[2J\r\n") as port:
+        yield port
 
 
 def test_probe_http_get_answered_by_another_protocol_is_no_http_status(tls_smtp, run_cli):

@@ -91,7 +91,7 @@ def test_usage_errors_are_one_line(run_cli, tmp_path):
     code, _, err = run_cli("scan", "127.0.0.1:1", "--policy", "nonsense")
     assert code == 2 and "unknown policy" in err
     code, _, err = run_cli("scan", "127.0.0.1:1", "--policy", str(tmp_path / "none" / "p"))
-    assert code == 2 and "cannot read policy file" in err and "no such file" in err
+    assert code == 2 and "policy file" in err and "cannot read it" in err and "no such file" in err
     code, out, _ = run_cli("scan", "--list-policies")
     assert code == 0 and "mozilla-intermediate-6.0" in out and "mozilla-old-5.7" in out
     # with --json a JSON line a policy (it printed the text lines)

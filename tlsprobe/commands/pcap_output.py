@@ -36,11 +36,11 @@ class Output:
         """`streaming`: the capture is still being written (stdin, --follow, live): each
         report is written and flushed as it comes, never gathered into a batch."""
         from tlsprobe.model.capture import ReportText, capture_encoder
+        from tlsprobe.report.offline_details import render_details
         from tlsprobe.report.offline_tables import (
             StreamedTable,
             connection_label,
             connection_row,
-            render_details,
         )
         self.args = args
         self.out = out

@@ -161,19 +161,13 @@ def load_baseline(args: argparse.Namespace, targets: list[Target]) -> Baseline |
         if gate is not None:
             raise UsageError("--fail-on-change needs --baseline FILE (a saved scan --json)")
         return None
+    from tlsprobe.files import read_bounded_text
     from tlsprobe.policy.changes import doc_time, target_key
+    text = read_bounded_text(path, MAX_BASELINE_BYTES, "a scan --json output",
+                             f"--baseline {path}")
     try:
-        with open(path, "rb") as fh:      # read, not stat'ed: a pipe or device has no size
-            data = fh.read(MAX_BASELINE_BYTES + 1)
-        if len(data) > MAX_BASELINE_BYTES:
-            raise UsageError(f"--baseline {path}: larger than {MAX_BASELINE_BYTES >> 20} MiB; "
-                             "not a scan --json output")
-        text = data.decode("utf-8")
         mtime = datetime.fromtimestamp(os.path.getmtime(path), UTC)
-    except UnicodeDecodeError:
-        raise UsageError(f"--baseline {path}: not UTF-8 text (expected the output of "
-                         "tlsprobe scan --json)") from None
-    except OSError as exc:
+    except OSError as exc:      # gone since it was read
         raise UsageError(f"--baseline {path}: cannot read it ({os_error_text(exc)})"
                          ) from None
     docs = {target_key(d): d for d in _documents(text, path)}

@@ -53,6 +53,7 @@ from tlsprobe.engine.truststore import (
     load_trust_store,
     unparsed_certificates,
 )
+from tlsprobe.files import UnreadableFile
 
 V_OK = 0
 V_UNSPECIFIED = 1
@@ -374,7 +375,7 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     try:
         anchors = load_trust_store(path)
         unparsed = unparsed_certificates(path)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, UnreadableFile) as exc:
         return path, f"cannot read trust store: {exc}"
     result = verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
     if unparsed and result.established and result.code in _STORE_CODES:

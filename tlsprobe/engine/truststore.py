@@ -14,10 +14,11 @@ from functools import lru_cache
 from cryptography import x509
 
 from tlsprobe.errors import UsageError, os_error_text
+from tlsprobe.files import UnreadableFile, read_bounded
 from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import has_certificate_shape
 
-__all__ = ["MAX_TRUST_STORE", "SYSTEM_CAFILES", "TrustStoreTooLarge", "check_cafile",
+__all__ = ["MAX_TRUST_STORE", "SYSTEM_CAFILES", "check_cafile",
            "default_cafile", "load_trust_store", "unparsed_certificates"]
 
 SYSTEM_CAFILES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
@@ -33,21 +34,14 @@ def default_cafile() -> str | None:
 MAX_TRUST_STORE = 64 * 1024 * 1024
 
 
-class TrustStoreTooLarge(ValueError):
-    """The file holds more than MAX_TRUST_STORE bytes."""
-
-
 @lru_cache(maxsize=8)
 def _load(path: str, stamp: tuple[float, int, int]
           ) -> tuple[tuple[x509.Certificate, ...], tuple[bytes, ...]]:
     """The certificates of `path`, and how many others it holds that `cryptography` cannot
     parse but that have a certificate's outline (BER OpenSSL reads: wire/spki.py); `stamp`
     (mtime, inode, device) tells a changed file, and a pipe (`--cafile <(cat a.pem b.pem)`,
-    which can be read once) by its inode alone."""
-    with open(path, "rb") as fh:
-        data = fh.read(MAX_TRUST_STORE + 1)
-    if len(data) > MAX_TRUST_STORE:
-        raise TrustStoreTooLarge(f"over {MAX_TRUST_STORE // 2**20} MiB: not a trust store")
+    which can be read once) by its inode alone. UnreadableFile when it cannot be read."""
+    data = read_bounded(path, MAX_TRUST_STORE, "a trust store")
     certs: list[x509.Certificate] = []
     unparsed: list[bytes] = []
     marker = b"-----BEGIN CERTIFICATE-----"
@@ -85,7 +79,8 @@ def _read(path: str) -> tuple[tuple[x509.Certificate, ...], tuple[bytes, ...]]:
 
 def load_trust_store(path: str | os.PathLike[str]) -> tuple[x509.Certificate, ...]:
     """Every certificate in a PEM bundle (or one DER file). ValueError when none is there;
-    OSError when the file cannot be read."""
+    UnreadableFile (its `reason` without the path) when the file cannot be read, or
+    OSError when it is gone since."""
     path = os.fspath(path)
     certs, unparsed = _read(path)
     if not certs:
@@ -118,10 +113,10 @@ def check_cafile(path: str, *, contents: bool = True, name: str = "--cafile") ->
         return
     try:
         load_trust_store(path)
+    except UnreadableFile as exc:
+        raise UnreadableFile(f"{name} {path}", exc.reason) from None
     except OSError as exc:
         raise UsageError(f"{name} {path}: {os_error_text(exc)}") from None
-    except TrustStoreTooLarge as exc:
-        raise UsageError(f"{name} {path}: {exc}") from None
     except ValueError:
         unparsed = unparsed_certificates(path)
         raise UsageError(f"{name} {path}: " + (

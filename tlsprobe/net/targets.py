@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.escaping import quoted_bytes
+from tlsprobe.files import UnreadableFile, read_bounded
 from tlsprobe.net.tcp import Target, parse_target
 
 __all__ = ["MAX_TARGET_FILE_BYTES", "BadLine", "read_target_file"]
@@ -20,6 +21,7 @@ __all__ = ["MAX_TARGET_FILE_BYTES", "BadLine", "read_target_file"]
 #: read whole into memory (`scan -f /dev/zero`, a capture named by mistake). Read, not
 #: stat'ed: stdin, a pipe or a device has no size to ask
 MAX_TARGET_FILE_BYTES = 64 << 20
+_EXPECTED = "a list of HOST[:PORT] lines (split a larger one)"
 
 
 @dataclass(frozen=True)
@@ -32,21 +34,19 @@ class BadLine:
 
 def read_target_file(spec: str) -> list[Target | BadLine]:
     """The lines of `spec` ('-': stdin) in order: a Target each, or a BadLine. An unreadable
-    file is a UsageError."""
-    try:
-        if spec == "-":
-            if sys.stdin is None:   # started with stdin closed (`<&-`)
-                raise UsageError("cannot read - (stdin): it is closed")
+    file is an UnreadableFile (a UsageError)."""
+    if spec != "-":
+        data = read_bounded(spec, MAX_TARGET_FILE_BYTES, _EXPECTED)
+    elif sys.stdin is None:   # started with stdin closed (`<&-`)
+        raise UsageError("cannot read - (stdin): it is closed")
+    else:
+        try:
             data = sys.stdin.buffer.read(MAX_TARGET_FILE_BYTES + 1)
-        else:
-            with open(spec, "rb") as fh:
-                data = fh.read(MAX_TARGET_FILE_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot read {spec}: {os_error_text(exc)}") from None
+        except OSError as exc:
+            raise UnreadableFile("<stdin>", f"cannot read it ({os_error_text(exc)})") from None
+        if len(data) > MAX_TARGET_FILE_BYTES:
+            raise UnreadableFile.too_large("<stdin>", MAX_TARGET_FILE_BYTES, _EXPECTED)
     name = "<stdin>" if spec == "-" else spec
-    if len(data) > MAX_TARGET_FILE_BYTES:
-        raise UsageError(f"{name}: larger than {MAX_TARGET_FILE_BYTES >> 20} MiB: not a list "
-                         "of HOST[:PORT] lines (split a larger one)")
     items: list[Target | BadLine] = []
     for number, raw in enumerate(data.removeprefix(b"\xef\xbb\xbf").splitlines(), 1):
         raw = raw.split(b"#", 1)[0]     # a comment may be in any encoding

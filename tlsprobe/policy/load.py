@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from tlsprobe import registry
 from tlsprobe.data import read_text
-from tlsprobe.errors import did_you_mean, os_error_text
+from tlsprobe.errors import did_you_mean
 from tlsprobe.escaping import quoted_value
 from tlsprobe.model.audit import SEVERITIES
 from tlsprobe.model.severity import Severity
@@ -143,19 +143,12 @@ MAX_POLICY_BYTES = 1 << 20
 
 
 def _read_file(path: Path) -> PolicyData:
+    from tlsprobe.files import UnreadableFile, read_bounded_text
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_POLICY_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(f"cannot read policy file {path}: {os_error_text(exc)}") from None
-    if len(raw) > MAX_POLICY_BYTES:
-        raise PolicyError(f"policy file {path}: larger than {MAX_POLICY_BYTES >> 20} MiB: "
-                          "not a policy (docs/POLICY.md)")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"policy file {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                          f"at offset {exc.start})") from None
+        text = read_bounded_text(path, MAX_POLICY_BYTES, "a policy (docs/POLICY.md)",
+                                 f"policy file {path}")
+    except UnreadableFile as exc:
+        raise PolicyError(str(exc)) from None
     try:
         if path.suffix.lower() == ".toml":
             import tomllib

@@ -37,6 +37,7 @@ from typing import Any
 
 from tlsprobe._version import __version__
 from tlsprobe.errors import UsageError, os_error_text
+from tlsprobe.files import read_bounded
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.survey.rows import Row, row_for, schema
 from tlsprobe.survey.targets import Shard
@@ -53,6 +54,8 @@ ROWS_DIR = "_rows"
 MANIFEST_SCHEMA = 2
 #: seconds between two rewrites of the manifest's done list while shards complete
 MANIFEST_EVERY = 1.0
+#: the largest manifest read (one names each shard in some 80 bytes: a million shards)
+MAX_MANIFEST_BYTES = 64 << 20
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -152,11 +155,14 @@ class SurveyDir:
         if not path.exists() and (self.path / OLD_MANIFEST).exists():
             path = self.path / OLD_MANIFEST
         try:
-            data = json.loads(path.read_bytes())
+            path.stat()
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read it ({os_error_text(exc)})") from None
+        except OSError:
+            pass        # read_bounded says why it cannot be read
+        raw = read_bounded(path, MAX_MANIFEST_BYTES, "a survey manifest")
+        try:
+            data = json.loads(raw)
         except ValueError as exc:
             raise UsageError(f"{path}: not a survey manifest ({exc})") from None
         if not isinstance(data, dict) or data.get("kind") != "survey_manifest":

@@ -264,10 +264,11 @@ def leaf_in(ctx: CheckContext, got: Served) -> x509.Certificate | CheckResult:
 def trust_anchors(ctx: CheckContext) -> tuple[tuple[x509.Certificate, ...] | None, str | None, str]:
     """The trust store's certificates (None: none could be read), its path, and why not."""
     from tlsprobe.engine.truststore import default_cafile, load_trust_store
+    from tlsprobe.files import UnreadableFile
     path = ctx.runner.cafile or default_cafile()
     if path is None:
         return None, None, "no trust store found (use --cafile)"
     try:
         return load_trust_store(path), path, ""
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, UnreadableFile) as exc:
         return None, path, f"cannot read the trust store: {exc}"

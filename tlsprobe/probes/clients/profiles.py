@@ -16,7 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import cast
 
-from tlsprobe.errors import os_error_text
+from tlsprobe.files import UnreadableFile, read_bounded_text
 from tlsprobe.model.clients import (
     ClientProfile,
     KeyMinimums,
@@ -136,23 +136,21 @@ def load_profiles(folder: Path | None = None) -> tuple[ClientProfile, ...]:
     return tuple(sorted((p for _, p in by_id.values()), key=lambda p: p.id))
 
 
-def _bytes_of(file: Traversable) -> bytes:
-    """The file's bytes, at most MAX_PROFILE_BYTES (a larger file is a ValueError)."""
+def _text_of(file: Traversable) -> str:
+    """The file's text, at most MAX_PROFILE_BYTES of UTF-8 (else a ValueError)."""
+    if not isinstance(file, Path):      # a packaged profile (in a folder or a zip archive)
+        return file.read_text(encoding="utf-8")
     try:
-        with file.open("rb") as fh:
-            raw = fh.read(MAX_PROFILE_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"{file.name}: cannot read it ({os_error_text(exc)})") from None
-    if len(raw) > MAX_PROFILE_BYTES:
-        raise ValueError(f"{file.name}: not a client profile (larger than "
-                         f"{MAX_PROFILE_BYTES >> 20} MiB; a recorded hello is a few KiB)")
-    return raw
+        return read_bounded_text(file, MAX_PROFILE_BYTES,
+                            "a client profile (docs/CLIENTS.md)", file.name)
+    except UnreadableFile as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _read_profile(file: Traversable) -> ClientProfile:
-    raw = _bytes_of(file)
+    text = _text_of(file)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(text)
         if not isinstance(data, dict):
             raise TypeError(f"a JSON object, not {type(data).__name__}")
         if not isinstance(data.get("source", {}), dict):
