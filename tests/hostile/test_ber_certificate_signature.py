@@ -82,9 +82,36 @@ def test_a_leaf_of_indefinite_lengths_is_read_as_openssl_reads_it(
     data = json.loads(res.stdout)
     assert data["signature_verified"] is True, data
     assert data["certificates"][0]["key_type"] == "EC secp256r1", data["certificates"]
-    verification = data["verification"]
-    assert verification["code"] is None and verification["message"].startswith(
-        "not established: the leaf cannot be parsed by cryptography"), verification
+    verification = data["verification"]   # OpenSSL's verdict (was not established)
+    assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
+    assert data["certificates"][0]["subject"] == "CN=localhost", data["certificates"]
+
+
+def _forged(der: bytes) -> bytes:
+    """`der` with the last byte of its CA's signature changed (the certificate's last byte
+    before any end-of-contents)."""
+    at = len(der) - (5 if der.endswith(b"\x00\x00") else 1)
+    return der[:at] + bytes([der[at] ^ 0x01]) + der[at + 1:]
+
+
+@pytest.mark.parametrize("edit", ["serial-long-length", "certificate-indefinite-length"])
+def test_a_ber_leaf_the_ca_did_not_sign_is_7(run_cli, hostile_server: HostileServer,
+                                             tmp_path: Path, edit: str) -> None:
+    """Read through its copy in DER, the leaf's signature is still checked over the bytes
+    as sent: a forged one is OpenSSL's 7, never 0 (nor a verdict not established)."""
+    chain = issued(identity().key)
+    der = _forged(mangled(chain, edit))
+    ca, leaf, _ = write(chain, der, tmp_path)
+    verify = subprocess.run(["openssl", "verify", "-CAfile", str(ca), str(leaf)],
+                            capture_output=True, text=True, timeout=30, check=False)
+    assert verify.returncode != 0 and "error 7 at 0 depth" in verify.stdout + verify.stderr, \
+        verify   # OpenSSL first
+    listener = hostile_server.serve(_flight(der, bad=False))
+    res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--sni", "localhost", "--cafile",
+                  ca, "--json", "--first-flight-only", "--timeout", "5")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    verification = json.loads(res.stdout)["verification"]
+    assert verification["code"] == 7, verification
 
 
 def test_an_indefinite_length_leaf_signature_is_still_checked(

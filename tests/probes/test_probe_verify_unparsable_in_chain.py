@@ -1,5 +1,6 @@
-"""A certificate of the server's chain that `cryptography` cannot parse (BER OpenSSL reads:
-a serial number's length in the long form), other than the leaf, makes the trust verdict
+"""A certificate of the server's chain that `cryptography` cannot parse (OpenSSL reads it: its
+issuer name's values as PrintableStrings holding '@'; lengths in BER's other forms are
+read through a DER twin now), other than the leaf, makes the trust verdict
 "not established" only when OpenSSL's path may go through it. tlsprobe said "not
 established" for any such certificate: an extra unrelated one, or a copy of the root past
 the trust anchor, where `openssl s_client -verify_return_error` says 0 (or 20 for a chain
@@ -40,8 +41,9 @@ def _cert(cn: str, key: ec.EllipticCurvePrivateKey, issuer: str,
 
 
 def _ber(der: bytes, signer: ec.EllipticCurvePrivateKey) -> bytes:
-    """`der` with its serial number's length in the long form, signed again by `signer`."""
-    return mangled(Issued(signer, b"", signer, der), "serial-long-length")
+    """`der` with its issuer name's values as PrintableStrings (cryptography refuses the
+    '@' in them, even in DER; OpenSSL reads them), signed again by `signer`."""
+    return mangled(Issued(signer, b"", signer, der), "issuer-printablestring")
 
 
 #: the sent chain after the leaf, and whether the store holds the chain's root: (what is
@@ -63,12 +65,12 @@ def test_an_unparsable_certificate_counts_only_on_the_path(
         name: str) -> None:
     sent, anchored, expected, established = CASES[name]
     root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    root = _cert("Codes Root", root_key, "Codes Root", root_key, True)
-    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, True)
+    root = _cert("Codes@Root", root_key, "Codes@Root", root_key, True)
+    inter = _cert("Codes CA", inter_key, "Codes@Root", root_key, True)
     leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, False)
-    other = issued(ca_name="Another CA")
+    other = issued(ca_name="Another@CA")
     made = {"inter": inter, "inter-ber": _ber(inter, root_key), "root-ber": _ber(root, root_key),
-            "unrelated": mangled(other, "serial-long-length", ca=True)}
+            "unrelated": mangled(other, "issuer-printablestring", ca=True)}
     (tmp_path / "leaf.pem").write_bytes(pem(leaf))
     (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -105,15 +107,15 @@ def test_a_store_certificate_cryptography_cannot_parse_counts_only_by_its_name(
     and not the chain's root. Its name is not the leaf's issuer's: OpenSSL says 20, and
     tlsprobe now too (was not established); it is (another key): OpenSSL takes it for the
     issuer (7), which cannot be told here: not established."""
-    chain = issued()
+    chain = issued(ca_name="BER@Test CA")
     (tmp_path / "leaf.pem").write_bytes(pem(chain.leaf_der))
     (tmp_path / "leaf.key").write_bytes(chain.leaf_key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
-    other = issued(ca_name="BER Test CA" if named else "Unrelated CA")   # another key
+    other = issued(ca_name="BER@Test CA" if named else "Unrelated@CA")   # another key
     store = tmp_path / "store.pem"
     store.write_bytes(pem(issued(ca_name="Elsewhere CA").ca_der) +
-                      pem(mangled(other, "serial-long-length", ca=True)))
+                      pem(mangled(other, "issuer-printablestring", ca=True)))
     srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
                                        str(tmp_path / "leaf.key")])
     code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
@@ -140,8 +142,8 @@ def test_a_store_certificate_cryptography_cannot_parse_above_a_store_intermediat
     certificates alone), an unrelated one leaves OpenSSL's 2 (unable to get issuer
     certificate) standing."""
     root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    root = _cert("Codes Root", root_key, "Codes Root", root_key, True)
-    inter = _cert("Codes CA", inter_key, "Codes Root", root_key, True)
+    root = _cert("Codes@Root", root_key, "Codes@Root", root_key, True)
+    inter = _cert("Codes CA", inter_key, "Codes@Root", root_key, True)
     leaf = _cert("localhost", leaf_key, "Codes CA", inter_key, False)
     (tmp_path / "leaf.pem").write_bytes(pem(leaf))
     (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
@@ -149,7 +151,7 @@ def test_a_store_certificate_cryptography_cannot_parse_above_a_store_intermediat
         serialization.NoEncryption()))
     store = tmp_path / "store.pem"
     store.write_bytes(pem(inter) + pem(_ber(root, root_key) if root_in_ber else mangled(
-        issued(ca_name="Unrelated CA"), "serial-long-length", ca=True)))
+        issued(ca_name="Unrelated@CA"), "issuer-printablestring", ca=True)))
     srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
                                        str(tmp_path / "leaf.key")])
     code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first

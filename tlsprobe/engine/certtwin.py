@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from tlsprobe.engine.certext import basic_constraints, problem_of
 from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS, extension_spans
 from tlsprobe.model.pubkey import load_certificate
-from tlsprobe.wire.spki import der_element, der_length
+from tlsprobe.wire.spki import der_certificate, der_element, der_length
 
 __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
            "readable_certificate", "readable_twin"]
@@ -41,6 +41,9 @@ __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
 #: asked for at each signature check of its path)
 _ORIGINALS: OrderedDict[bytes, bytes] = OrderedDict()
 _ORIGINALS_MAX = 1024
+#: the same for the trust store's twins (`parsed_twin(pinned=True)`), kept while the
+#: process runs: a store read once serves every verification after it
+_PINNED: dict[bytes, bytes] = {}
 _LOCK = threading.Lock()
 
 #: the stand-ins' OIDs (a UUID arc, X.667: no certificate names them)
@@ -163,17 +166,23 @@ def _twin(cert: x509.Certificate) -> x509.Certificate | None:
     return twin
 
 
-def parsed_twin(der: bytes) -> x509.Certificate | None:
-    """A certificate cryptography refuses as a whole only for its extensions' critical
-    flags (a BOOLEAN of a byte other than 0x00 and 0xFF; FALSE, the DEFAULT, written out:
-    OpenSSL reads both) read through a copy whose flags are in DER; None for any other
-    certificate. Its signature is checked over the bytes as sent (`original_of`)."""
+def parsed_twin(der: bytes, *, pinned: bool = False) -> x509.Certificate | None:
+    """A certificate cryptography refuses as a whole only for its lengths (BER's longer or
+    indefinite forms: wire/spki.der_certificate) or its extensions' critical flags (a
+    BOOLEAN of a byte other than 0x00 and 0xFF; FALSE, the DEFAULT, written out), which
+    OpenSSL reads alike, read through a copy in DER; None for any other certificate. Its
+    signature is checked over the bytes as sent (`original_of`), as OpenSSL checks it
+    over the tbsCertificate it read; `pinned`: a trust store's, whose original is never
+    dropped."""
     try:
-        new = _critical_flags(der)
+        new = _critical_flags(der_certificate(der))
         twin = load_certificate(new) if new != der else None
     except ValueError:
         return None
-    if twin is not None:
+    if twin is not None and pinned:
+        with _LOCK:
+            _PINNED[new] = der
+    elif twin is not None:
         with _LOCK:
             _ORIGINALS[new] = der
             _ORIGINALS.move_to_end(new)
@@ -184,7 +193,7 @@ def parsed_twin(der: bytes) -> x509.Certificate | None:
 
 def readable_certificate(der: bytes) -> x509.Certificate:
     """`load_certificate(der)`, or the twin `parsed_twin` makes of a certificate refused
-    only for its critical flags (its signature is checked over the bytes as sent by
+    only for its lengths or critical flags (its signature is checked over the bytes as sent by
     chainpath.issued). Raises ValueError as `load_certificate`."""
     try:
         return load_certificate(der)
@@ -197,10 +206,12 @@ def readable_certificate(der: bytes) -> x509.Certificate:
 
 def original_of(cert: x509.Certificate) -> bytes | None:
     """The certificate as sent of a twin `parsed_twin` made, else None."""
-    if not _ORIGINALS:
+    if not _ORIGINALS and not _PINNED:
         return None
     der = cert.public_bytes(Encoding.DER)
     with _LOCK:
+        if der in _PINNED:
+            return _PINNED[der]
         original = _ORIGINALS.get(der)
         if original is not None:
             _ORIGINALS.move_to_end(der)

@@ -326,6 +326,20 @@ def _shortest(der: bytes, at: int, end: int, depth: int = 0, *, key_too: bool) -
     return bytes(out)
 
 
+#: rsaEncryption and id-RSASSA-PSS: keys whose subjectPublicKey holds DER elements
+_RSA_KEYS = frozenset({"1.2.840.113549.1.1.1", "1.2.840.113549.1.1.10"})
+
+
+def der_certificate(der: bytes) -> bytes:
+    """A certificate that has a certificate's outline (`certificate_shape`) with every
+    length definite and in its shortest form, an RSA key's own lengths too: the same
+    certificate for OpenSSL, which reads BER lengths, in the form `cryptography` loads.
+    Its signature holds over the bytes as sent only (`signed_parts` of `der`). ValueError
+    as `certificate_shape`."""
+    certificate_shape(der)
+    return _shortest(der, 0, len(der), key_too=spki_algorithm(der) in _RSA_KEYS)
+
+
 def der_length(n: int) -> bytes:
     """The DER encoding of a length `n` (X.690 8.1.3: short form below 128, else the
     shortest long form)."""
@@ -350,7 +364,7 @@ def ec_explicit_parameters(der: bytes) -> bool:
     return found is not None and found[0] == _SEQUENCE
 
 
-__all__ = ["EC_PUBLIC_KEY", "ber_element", "certificate_shape", "der_children", "der_element", "der_length",
+__all__ = ["EC_PUBLIC_KEY", "ber_element", "certificate_shape", "der_certificate", "der_children", "der_element", "der_length",
            "ec_explicit_parameters", "ec_named_curve", "extension_oids", "has_certificate_shape",
            "oid_text", "signed_parts",
            "spki_algorithm", "subject_name", "subject_public_key_info"]
