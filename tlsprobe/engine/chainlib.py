@@ -132,6 +132,15 @@ def library_refusal(anchors: tuple[x509.Certificate, ...], now: datetime.datetim
     return None
 
 
+def _named_apart(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """`cert` names `issuer` (chainpath.py compares as OpenSSL does) in another encoding
+    than `issuer`'s subject: the library, which compares the two exactly, links them not."""
+    try:
+        return cert.issuer.public_bytes() != issuer.subject.public_bytes()
+    except ValueError:
+        return True
+
+
 @lru_cache(maxsize=8)
 def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...]:
     """The self-signed certificates of the trust store: the only ones OpenSSL anchors a
@@ -144,11 +153,14 @@ def second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
                    ) -> str | None:
     """The library's refusal of the path (leaf first, the trust store's certificate
     last; `rest`: the sent certificates but the leaf), or None. Certificates it cannot
-    read in a form OpenSSL reads (certtwin.readable_twin) are judged here alone, their
-    signatures checked, their links of kinds the library accepts: it checks the path
-    above the last of them."""
+    read in a form OpenSSL reads (certtwin.readable_twin), and those whose issuer's name
+    is written in another form than their own issuer name (another case, other spaces,
+    another string type: X509_NAME_cmp finds that issuer, the library compares names
+    exactly and finds none), are judged here alone, their signatures checked, their links
+    of kinds the library accepts: it checks the path above the last of them."""
     twins = [i for i, cert in enumerate(path)
-             if readable_twin(cert) is not cert or original_of(cert) is not None]
+             if readable_twin(cert) is not cert or original_of(cert) is not None
+             or i + 1 < len(path) and _named_apart(cert, path[i + 1])]
     if not twins:
         return library_refusal(_roots(anchors), now, path[0], rest)
     if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
@@ -157,8 +169,9 @@ def second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
     odd = next((path[i] for i in range(min(twins[-1] + 1, len(path) - 1))
                 if not plain_link(path[i], path[i + 1])), None)
     if odd is not None:
-        return (f"it cannot read {subject_text(odd)}, whose key, signature or issuer's key it "
-                "would judge in its own way")
+        return (f"it cannot check {subject_text(odd)} as OpenSSL does (a form it does not "
+                "read, or its issuer named in another form), and would judge its key, "
+                "signature or issuer's key in its own way")
     if twins[-1] + 2 >= len(path):   # above the last one: the trust store's certificate
         return None
     above = path[twins[-1] + 1]
