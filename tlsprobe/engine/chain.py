@@ -67,10 +67,6 @@ V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
 V_IP_MISMATCH = 64
 V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
-#: the verdicts of an issuer not found in the trust store (or not as the sent one)
-_STORE_CODES = frozenset({V_NO_ISSUER, V_SELF_SIGNED, V_SELF_SIGNED_IN_CHAIN,
-                          V_NO_LOCAL_ISSUER, V_LEAF_UNVERIFIED})
-
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
            V_NO_ISSUER: "unable to get issuer certificate",
            V_SIGNATURE_FAILURE: "certificate signature failure",
@@ -377,13 +373,15 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     except (OSError, ValueError) as exc:
         return path, f"cannot read trust store: {exc}"
     result = verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
-    if unparsed and result.established and result.code in _STORE_CODES:
-        # OpenSSL reads what cryptography refuses (BER): the issuer may be one of those
+    if unparsed and result.established and result.code != chaincodes.V_EE_KEY_WEAK:
+        # OpenSSL reads what cryptography refuses: an issuer it takes from the store
+        # (trusted first, before the sent ones) may be one of those, whatever the verdict
+        # on the path without them (66 alone is given before any issuer is sought)
         many = f"{len(unparsed)} certificates" if len(unparsed) > 1 else "a certificate"
         if store_may_hold_issuer(ders, unparsed, anchors):
             return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
                                      f"holds {many} cryptography cannot parse, which OpenSSL "
-                                     "may read: the issuer may be among them",
+                                     "may read: an issuer OpenSSL takes may be among them",
                                      established=False)
         result = replace(result, detail=_join(result.detail, (
             f"the trust store holds {many} cryptography cannot parse, none of them named as "
