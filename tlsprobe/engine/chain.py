@@ -326,7 +326,8 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     path, anchored, missing = trusted_path(chain, anchors, now)
     if missing is not None:
         return ChainResult(*missing)
-    broken = -1
+    broken = max((i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False),
+                 default=-1)   # an issuer OpenSSL takes that did not sign (7, from the top)
     if not anchored:   # OpenSSL finds no issuer, whatever the library's path building says
         named_path = by_names(chain, anchors, now)
         if named_path is None:

@@ -161,8 +161,8 @@ def second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
     twins = [i for i, cert in enumerate(path)
              if readable_twin(cert) is not cert or original_of(cert) is not None
              or i + 1 < len(path) and _named_apart(cert, path[i + 1])]
-    if not twins:
-        return library_refusal(_roots(anchors), now, path[0], rest)
+    if not twins:   # the path's own intermediates, a trust store's among them
+        return library_refusal(_roots(anchors), now, path[0], _intermediates(path, rest))
     if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
         return (f"the signatures of the path from {subject_text(path[0])} cannot all be "
                 "checked here")
@@ -175,5 +175,15 @@ def second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
     if twins[-1] + 2 >= len(path):   # above the last one: the trust store's certificate
         return None
     above = path[twins[-1] + 1]
-    return library_refusal(_roots(anchors), now, above, [c for c in rest if c is not above],
+    return library_refusal(_roots(anchors), now, above,
+                           [c for c in _intermediates(path, rest) if c is not above],
                            ca_leaf=True)
+
+
+def _intermediates(path: list[x509.Certificate], rest: list[x509.Certificate]
+                   ) -> list[x509.Certificate]:
+    """The certificates the library may build with: the path's own (its trust store ones
+    that are not self-signed included: OpenSSL takes issuers from the store first), then
+    the rest the server sent."""
+    own = [c for c in path[1:] if not self_signed(c)]
+    return own + [c for c in rest if all(c is not o for o in own)]

@@ -12,8 +12,9 @@ certificate checks' shared connection (_cert_chain.py); the trust store is the s
 its own. Every other chain (another key type's) is judged too, as the cert phase's
 connection got it (_every_chain.py).
 
-The path: from the leaf, each next certificate is a sent one whose subject is the current
-one's issuer and whose key verifies its signature (`verify_directly_issued_by`), until a
+The path: from the leaf, each next certificate is the sent one OpenSSL takes for the current
+one's issuer (engine/chainpath.follow: names, key identifier, key family, the first within
+its dates; one whose key did not sign is noted, the trust verdict's 7), until a
 self-signed certificate or none. The path is complete when it reaches the trust store as
 the trust verdict's does (engine/chain.trusted_path: OpenSSL without -partial_chain anchors
 only at a self-signed store certificate, through the store's own issuers of a store
@@ -98,6 +99,8 @@ def chain_facts(chain: list[x509.Certificate],
     path, cut = list(walk.indexes), walk.cut
     notes = [f"the signature of certificate {i} by certificate {j} could not be checked "
              "here (its algorithm is refused): the names match" for i, j in walk.unchecked]
+    notes += [f"certificate {i} is not signed by certificate {j}, which OpenSSL takes for its "
+              "issuer (the trust verdict says 7)" for i, j in walk.unsigned]
     last = chain[path[-1]]
     root = self_signed(last) and len(path) > 1
     if cut:
