@@ -29,9 +29,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine.certext import basic_constraints, problem_of
-from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS, extension_spans
+from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS
 from tlsprobe.model.pubkey import load_certificate
-from tlsprobe.wire.spki import der_certificate, der_element, der_length
+from tlsprobe.wire.spki import der_certificate, der_element, der_length, oid_text
 
 __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
            "readable_certificate", "readable_twin"]
@@ -150,20 +150,53 @@ def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> by
 def _twin(cert: x509.Certificate) -> x509.Certificate | None:
     der = cert.public_bytes(Encoding.DER)
     try:
-        for index in range(len(extension_spans(der))):
-            oid, start, stop = extension_spans(der)[index]
-            value = der[start:stop]
+        span = _extension_list(der)
+        if span is None:
+            return None
+        parts, changed, at = [], False, span[0]
+        while at < span[1]:   # each extension read once: a hostile list costs linear time
+            _, body, end = der_element(der, at, span[1])
+            fields = [der_element(der, pos, end) for pos in _positions(der, body, end)]
+            head = _positions(der, body, end)[-1]   # the OCTET STRING's header
+            oid, value = oid_text(der[fields[0][1]:fields[0][2]]), der[fields[-1][1]:end]
             rewrite = _REWRITES.get(oid)
-            if rewrite is None or problem_of(oid, value) is not None:
-                continue   # one OpenSSL refuses: certext.py judged it (20)
-            new = rewrite(value)
-            if new != value:
-                der = _with_contents(der, 0, start, stop, new)
-        twin = load_certificate(der)
+            new = value if rewrite is None or problem_of(oid, value) is not None \
+                else rewrite(value)   # (one OpenSSL refuses: certext.py judged it, 20)
+            changed = changed or new != value
+            parts.append(der[at:end] if new == value else
+                         _tlv(0x30, der[body:head] + _tlv(0x04, new)))
+            at = end
+        if not changed:
+            return None
+        twin = load_certificate(_with_contents(der, 0, *span, b"".join(parts)))
         len(twin.extensions)
     except (ValueError, TypeError, x509.DuplicateExtension):
         return None
     return twin
+
+
+def _positions(der: bytes, start: int, end: int) -> list[int]:
+    """Where each element from `start` to `end` begins."""
+    out = []
+    while start < end:
+        out.append(start)
+        start = der_element(der, start, end)[2]
+    return out
+
+
+def _extension_list(der: bytes) -> tuple[int, int] | None:
+    """(start, end) of the contents of a DER certificate's SEQUENCE OF Extension, None
+    when it has none; ValueError when it is not DER of a certificate's shape."""
+    _, body, end = der_element(der, 0, len(der))
+    _, at, tbs_end = der_element(der, body, end)
+    found = None
+    while at < tbs_end:
+        tag, start, at = der_element(der, at, tbs_end)
+        found = (start, at) if tag == 0xA3 else found
+    if found is None:
+        return None
+    _, start, stop = der_element(der, *found)
+    return start, stop
 
 
 def parsed_twin(der: bytes, *, pinned: bool = False) -> x509.Certificate | None:
@@ -221,15 +254,10 @@ def original_of(cert: x509.Certificate) -> bytes | None:
 def _critical_flags(der: bytes) -> bytes:
     """`der` with each extension's critical BOOLEAN as DER writes it (TRUE as 0xFF, FALSE
     left out); ValueError for a certificate not in DER otherwise."""
-    _, body, end = der_element(der, 0, len(der))
-    _, at, tbs_end = der_element(der, body, end)
-    found = None
-    while at < tbs_end:
-        tag, start, at = der_element(der, at, tbs_end)
-        found = (start, at) if tag == 0xA3 else found
-    if found is None:
+    span = _extension_list(der)
+    if span is None:
         return der
-    _, start, stop = der_element(der, *found)
+    start, stop = span
     extensions, at = [], start
     while at < stop:
         _, part, at = der_element(der, at, stop)
