@@ -201,9 +201,9 @@ def follow(chain: list[x509.Certificate]) -> ChainPath:
     unchecked: list[tuple[int, int]] = []
     unsigned: list[tuple[int, int]] = []
     while not self_signed(chain[path[-1]]) and len(path) < MAX_PATH:
-        current = chain[path[-1]]
-        found = openssl_pick([j for j, c in enumerate(chain)
-                              if j not in path and may_issue(current, c)], chain, now)
+        current, taken = chain[path[-1]], [chain[p] for p in path]
+        found = openssl_pick([j for j, c in enumerate(chain)   # (a copy of one taken: no)
+                              if c not in taken and may_issue(current, c)], chain, now)
         if found is None:
             break
         verdict = issued(current, chain[found])
@@ -259,8 +259,7 @@ def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...
             broken = [i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False]
             return (path, broken[0]) if broken else None
         picked = openssl_pick([j for j, c in enumerate(chain)
-                               if all(c is not p for p in path) and may_issue(current, c)],
-                              chain, now)
+                               if c not in path and may_issue(current, c)], chain, now)
         if picked is None:
             return None
         path.append(chain[picked])
