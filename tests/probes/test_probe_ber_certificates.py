@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from tests.helpers.bercert import issued, mangled, pem, write
+from tests.helpers.bercert import Issued, children, contents, issued, mangled, pem, tlv, write
 
 #: (the leaf's edit, tlsprobe's version flag, s_client's flag, OpenSSL's verify code,
 #: tlsprobe's --ciphers or None, the key tlsprobe reads)
@@ -178,3 +179,33 @@ def test_a_root_in_ber_lengths_in_the_trust_store(tls_server: Callable[..., Any]
         assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
         verification = json.loads(res.stdout)["verification"]
         assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
+
+
+def _generalized_not_before(chain: Issued) -> bytes:
+    """The leaf with its notBefore as a GeneralizedTime (RFC 5280 4.1.2.5 asks a UTCTime
+    before 2050), signed again by the CA."""
+    tbs, algorithm, _ = children(chain.leaf_der)
+    fields = children(tbs)
+    not_before, not_after = children(fields[4])
+    fields[4] = tlv(0x30, tlv(0x18, b"20" + contents(not_before)) + not_after)
+    new_tbs = tlv(0x30, b"".join(fields))
+    signature = chain.ca_key.sign(new_tbs, ec.ECDSA(hashes.SHA256()))
+    return tlv(0x30, new_tbs + algorithm + tlv(0x03, b"\x00" + signature))
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_generalized_time_before_2050_gets_openssls_verdict(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """cryptography reads the leaf but its verifier refuses a GeneralizedTime before 2050;
+    OpenSSL reads it (0): the verdict was 'not established' (the library's refusal), it is
+    now OpenSSL's, the link checked here (its key and signature of kinds every verifier
+    accepts)."""
+    chain = issued()
+    ca, leaf, key = write(chain, _generalized_not_before(chain), tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)])
+    assert _s_client(srv.port, ca, "-tls1_3", None) == 0   # the real tool first
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca, "--json",
+                  "--timeout", "10")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    verification = json.loads(res.stdout)["verification"]
+    assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification

@@ -18,6 +18,7 @@ from functools import lru_cache
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
@@ -25,6 +26,7 @@ from tlsprobe.engine.certtwin import original_of, readable_twin
 from tlsprobe.engine.chaincodes import SERVER_USAGES
 from tlsprobe.engine.chainpath import MAX_PATH, issued, self_signed
 from tlsprobe.engine.nameconstraints import subject_text
+from tlsprobe.wire.spki import der_children, der_element
 
 __all__ = ["library_refusal", "plain_link", "second_opinion"]
 
@@ -141,6 +143,22 @@ def _named_apart(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
         return True
 
 
+def _generalized_before_2050(cert: x509.Certificate) -> bool:
+    """`cert`'s validity holds a GeneralizedTime of a year before 2050."""
+    try:
+        der = cert.public_bytes(Encoding.DER)
+        tbs = der_children(der, *der_element(der, 0, len(der))[1:])[0]
+        fields = der_children(der, tbs[1], tbs[2])
+    except ValueError:
+        return False
+    at = 4 if fields and fields[0][0] == 0xA0 else 3
+    try:
+        times = der_children(der, fields[at][1], fields[at][2]) if len(fields) > at else []
+    except ValueError:
+        return False
+    return any(tag == 0x18 and der[start:start + 4] < b"2050" for tag, start, _ in times)
+
+
 @lru_cache(maxsize=8)
 def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...]:
     """The self-signed certificates of the trust store: the only ones OpenSSL anchors a
@@ -153,14 +171,16 @@ def second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
                    ) -> str | None:
     """The library's refusal of the path (leaf first, the trust store's certificate
     last; `rest`: the sent certificates but the leaf), or None. Certificates it cannot
-    read in a form OpenSSL reads (certtwin.readable_twin), and those whose issuer's name
-    is written in another form than their own issuer name (another case, other spaces,
+    read in a form OpenSSL reads (certtwin.readable_twin), those whose issuer's name is
+    written in another form than their own issuer name (another case, other spaces,
     another string type: X509_NAME_cmp finds that issuer, the library compares names
-    exactly and finds none), are judged here alone, their signatures checked, their links
+    exactly and finds none), and those with a GeneralizedTime before 2050 (RFC 5280
+    4.1.2.5 asks a UTCTime, the library refuses it, OpenSSL reads it), are judged here alone, their signatures checked, their links
     of kinds the library accepts: it checks the path above the last of them."""
     twins = [i for i, cert in enumerate(path)
              if readable_twin(cert) is not cert or original_of(cert) is not None
-             or i + 1 < len(path) and _named_apart(cert, path[i + 1])]
+             or i + 1 < len(path) and _named_apart(cert, path[i + 1])
+             or _generalized_before_2050(cert)]
     if not twins:   # the path's own intermediates, a trust store's among them
         return library_refusal(_roots(anchors), now, path[0], _intermediates(path, rest))
     if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
