@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.helpers.bercert import pem
+from tests.helpers.bercert import children, pem, tlv
 from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
 
 NOW = datetime.datetime.now(datetime.UTC)
@@ -99,3 +99,37 @@ def test_the_issuer_openssl_takes(tls_server: Callable[..., Any], run_cli: Calla
     assert len(data["certificates"]) == 1 + len(sent), data["certificates"]
     ver = data["verification"]
     assert ver["code"] == code and ver["message"].startswith(f"{code} ({text})"), ver
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_validity_that_ends_before_it_begins_is_9(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A leaf valid from five days ahead until five days ago: OpenSSL's check_cert_time
+    reads notBefore first, 9 (certificate is not yet valid); tlsprobe said 10."""
+    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    root = _cert("Choice Root", root_key, "Choice Root", root_key, True)
+    inter = _cert("Choice CA", inter_key, "Choice Root", root_key, True)
+    later = _cert("localhost", leaf_key, "Choice CA", inter_key, False, days=(5, 30))
+    earlier = _cert("localhost", leaf_key, "Choice CA", inter_key, False, days=(-30, -5))
+    tbs, algorithm, _ = children(later)
+    fields = children(tbs)
+    fields[4] = tlv(0x30, children(fields[4])[0] + children(children(children(earlier)[0])[4])[1])
+    new_tbs = tlv(0x30, b"".join(fields))
+    leaf = tlv(0x30, new_tbs + algorithm + tlv(0x03, b"\x00" + inter_key.sign(
+        new_tbs, ec.ECDSA(hashes.SHA256()))))
+    (tmp_path / "leaf.pem").write_bytes(pem(leaf))
+    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    (tmp_path / "chain.pem").write_bytes(pem(inter))
+    (tmp_path / "store.pem").write_bytes(pem(root))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key"), "-cert_chain",
+                                       str(tmp_path / "chain.pem")])
+    code, text = _openssl_verdict(srv.port, tmp_path / "store.pem", "localhost")
+    assert code == 9, text   # the real tool first
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile",
+                  tmp_path / "store.pem", "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    ver = json.loads(res.stdout)["verification"]
+    assert ver["code"] == 9 and ver["message"].startswith(f"9 ({text})"), ver

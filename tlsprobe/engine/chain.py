@@ -110,15 +110,17 @@ class ChainResult:
 
 def _dates(certs: list[x509.Certificate], now: datetime.datetime,
            anchor: x509.Certificate | None = None) -> tuple[int, str] | None:
-    """The first of `certs` outside its validity period, as a code and its reason."""
+    """The first of `certs` outside its validity period, as a code and its reason (its
+    notBefore first, as OpenSSL's check_cert_time: a validity that ends before it begins
+    is 9)."""
     for cert in certs:
         subject = (cert.subject.rfc4514_string() or "(empty subject)") + \
             (" (in the trust store)" if cert is anchor else "")
-        if cert.not_valid_after_utc < now:
-            return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
         if cert.not_valid_before_utc > now:
             return V_NOT_YET_VALID, (f"{subject} is valid from "
                                      f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
+        if cert.not_valid_after_utc < now:
+            return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
     return None
 
 
