@@ -210,7 +210,7 @@ def parsed_twin(der: bytes, *, pinned: bool = False) -> x509.Certificate | None:
     try:
         new = _critical_flags(der_certificate(der))
         twin = load_certificate(new) if new != der else None
-    except ValueError:
+    except (ValueError, x509.InvalidVersion):   # (no ValueError: X.509 v2, v4+)
         return None
     if twin is not None and pinned:
         with _LOCK:

@@ -276,11 +276,13 @@ def _certificate_info(der: bytes) -> CertificateInfo:
 def _in_der(der: bytes) -> Certificate | None:
     """A certificate refused for its BER lengths alone, read in DER (OpenSSL reads those
     lengths: wire/spki.der_certificate); None for any other."""
+    from cryptography.x509 import InvalidVersion
+
     from tlsprobe.model.pubkey import load_certificate
     from tlsprobe.wire.spki import der_certificate
     try:
         return load_certificate(der_certificate(der))
-    except ValueError:
+    except (ValueError, InvalidVersion):   # (no ValueError: X.509 v2, v4+)
         return None
 
 
