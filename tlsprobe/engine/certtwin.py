@@ -34,7 +34,7 @@ from tlsprobe.model.pubkey import load_certificate
 from tlsprobe.wire.spki import der_certificate, der_element, der_length, oid_text
 
 __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
-           "readable_certificate", "readable_twin"]
+           "readable_certificate", "readable_twin", "time_format_errors"]
 
 #: each twin made by `parsed_twin` (its DER) -> the certificate as sent, whose signature
 #: is the one to check; bounded, the least recently used dropped first (a twin in use is
@@ -199,16 +199,20 @@ def _extension_list(der: bytes) -> tuple[int, int] | None:
     return start, stop
 
 
-def parsed_twin(der: bytes, *, pinned: bool = False) -> x509.Certificate | None:
+def parsed_twin(der: bytes, *, pinned: bool = False,
+                odd_times: bool = False) -> x509.Certificate | None:
     """A certificate cryptography refuses as a whole only for its lengths (BER's longer or
     indefinite forms: wire/spki.der_certificate) or its extensions' critical flags (a
     BOOLEAN of a byte other than 0x00 and 0xFF; FALSE, the DEFAULT, written out), which
     OpenSSL reads alike, read through a copy in DER; None for any other certificate. Its
     signature is checked over the bytes as sent (`original_of`), as OpenSSL checks it
     over the tbsCertificate it read; `pinned`: a trust store's, whose original is never
-    dropped."""
+    dropped; `odd_times`: a validity time OpenSSL cannot compare read as one never
+    current (`time_format_errors`), for the trust verdict alone (no other reader may
+    take that stand-in for the certificate's time)."""
     try:
         new = _critical_flags(der_certificate(der))
+        new = _times(new)[0] if odd_times else new
         twin = load_certificate(new) if new != der else None
     except (ValueError, x509.InvalidVersion):   # (no ValueError: X.509 v2, v4+)
         return None
@@ -224,14 +228,14 @@ def parsed_twin(der: bytes, *, pinned: bool = False) -> x509.Certificate | None:
     return twin
 
 
-def readable_certificate(der: bytes) -> x509.Certificate:
+def readable_certificate(der: bytes, *, odd_times: bool = False) -> x509.Certificate:
     """`load_certificate(der)`, or the twin `parsed_twin` makes of a certificate refused
     only for its lengths or critical flags (its signature is checked over the bytes as sent by
     chainpath.issued). Raises ValueError as `load_certificate`."""
     try:
         return load_certificate(der)
     except ValueError:
-        twin = parsed_twin(der)
+        twin = parsed_twin(der, odd_times=odd_times)
         if twin is None:
             raise
         return twin
@@ -249,6 +253,57 @@ def original_of(cert: x509.Certificate) -> bytes | None:
         if original is not None:
             _ORIGINALS.move_to_end(der)
     return original
+
+
+#: what stands for a time OpenSSL cannot compare (X509_cmp_time): never current
+_NEVER = (b"\x18\x0f99991231235959Z", b"\x18\x0f19500101000000Z")
+
+
+def _well_formed(tag: int, value: bytes) -> bool:
+    """A time X509_cmp_time (OpenSSL 3.0) compares: a UTCTime of 12 digits and Z, or a
+    GeneralizedTime of 14 digits and Z (no fraction, no offset, seconds written)."""
+    size = {0x17: 13, 0x18: 15}.get(tag)
+    return size == len(value) and value[:-1].isdigit() and value.endswith(b"Z")
+
+
+def _times(der: bytes) -> tuple[bytes, tuple[bool, bool]]:
+    """`der` (a certificate in DER lengths) with each validity time OpenSSL cannot compare
+    replaced by a stand-in that is never current, and which were: (notBefore,
+    notAfter). OpenSSL reads such a certificate and says 13 or 14 when it checks its
+    dates; ValueError for one not of a certificate's shape."""
+    _, body, end = der_element(der, 0, len(der))
+    _, at, tbs_end = der_element(der, body, end)
+    fields = []
+    while at < tbs_end:
+        fields.append(der_element(der, at, tbs_end))
+        at = fields[-1][2]
+    index = 4 if fields and fields[0][0] == 0xA0 else 3
+    if len(fields) <= index:
+        raise ValueError("no validity")
+    _, start, stop = fields[index]
+    spans = _spans(der, start, stop)
+    bad = [not _well_formed(der[a], der[der_element(der, a, b)[1]:b]) for a, b in spans]
+    if len(bad) != 2 or not any(bad):
+        return der, (False, False)
+    new = b"".join(_NEVER[i] if bad[i] else der[a:b] for i, (a, b) in enumerate(spans))
+    return _with_contents(der, 0, start, stop, new), (bad[0], bad[1])
+
+
+def _spans(der: bytes, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of each whole element from `start` to `end`."""
+    return [(p, der_element(der, p, end)[2]) for p in _positions(der, start, end)]
+
+
+def time_format_errors(cert: x509.Certificate) -> tuple[bool, bool]:
+    """Whether the notBefore and the notAfter of the certificate as sent are times OpenSSL
+    cannot compare (13, 14): only a twin's (`parsed_twin`) can be."""
+    original = original_of(cert)
+    if original is None:
+        return False, False
+    try:
+        return _times(der_certificate(original))[1]
+    except ValueError:
+        return False, False
 
 
 def _critical_flags(der: bytes) -> bytes:

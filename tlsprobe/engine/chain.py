@@ -24,7 +24,11 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
 from tlsprobe.engine.certext import invalid_near, unreadable
-from tlsprobe.engine.certtwin import readable_certificate, readable_twin
+from tlsprobe.engine.certtwin import (
+    readable_certificate,
+    readable_twin,
+    time_format_errors,
+)
 from tlsprobe.engine.chainlib import second_opinion
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -60,6 +64,7 @@ V_NO_ISSUER = 2
 V_SIGNATURE_FAILURE = 7
 V_NOT_YET_VALID = 9
 V_EXPIRED = 10
+V_BAD_NOT_BEFORE, V_BAD_NOT_AFTER = 13, 14   # a time OpenSSL cannot compare
 V_SELF_SIGNED = 18
 V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
@@ -71,6 +76,8 @@ REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification erro
            V_NO_ISSUER: "unable to get issuer certificate",
            V_SIGNATURE_FAILURE: "certificate signature failure",
            V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
+           V_BAD_NOT_BEFORE: "format error in certificate's notBefore field",
+           V_BAD_NOT_AFTER: "format error in certificate's notAfter field",
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
@@ -116,6 +123,11 @@ def _dates(certs: list[x509.Certificate], now: datetime.datetime,
     for cert in certs:
         subject = (cert.subject.rfc4514_string() or "(empty subject)") + \
             (" (in the trust store)" if cert is anchor else "")
+        bad_before, bad_after = time_format_errors(cert)   # (a twin's: 13, 14)
+        if bad_before or bad_after and cert.not_valid_before_utc <= now:
+            which = "notBefore" if bad_before else "notAfter"
+            return (V_BAD_NOT_BEFORE if bad_before else V_BAD_NOT_AFTER,
+                    f"{subject}: its {which} is no time OpenSSL compares")
         if cert.not_valid_before_utc > now:
             return V_NOT_YET_VALID, (f"{subject} is valid from "
                                      f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
@@ -293,7 +305,7 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     chain, positions, unparsed = [], [], []
     for i, der in enumerate(ders):
         try:   # (critical flags not in DER: read through a twin)
-            chain.append(readable_certificate(der))
+            chain.append(readable_certificate(der, odd_times=True))
             positions.append(i)
         except ValueError as exc:   # OpenSSL may read it (BER lengths)
             text = " ".join(str(exc).split())[:160]

@@ -74,7 +74,7 @@ def _twin_or_unparsed(ders: list[bytes], certs: list[x509.Certificate],
     refused only for BER lengths or critical flags OpenSSL reads (certtwin.parsed_twin:
     its signature checked over the bytes as sent), else kept as unparsed."""
     for der in ders:
-        twin = parsed_twin(der, pinned=True)
+        twin = parsed_twin(der, pinned=True, odd_times=True)
         if twin is None:
             unparsed.append(der)
         else:
