@@ -138,7 +138,8 @@ def _head(*lines: bytes) -> bytes:
 def test_a_stale_clock_and_hostile_values_shown_escaped(
         script_server: ScriptServer, tmp_path: Path, run_cli: Callable[..., Any]) -> None:
     """A Date of 2001 (Age one day): a skew of more than 25 years, an info finding. The values hold an
-    ANSI escape, latin-1 and C1 bytes, a lone CR and 10 KB: JSON keeps them, text shows them
+    ANSI escape, latin-1 and C1 bytes, a lone CR and 10 KB: JSON keeps them as every network
+    value (a byte outside ASCII as \\xNN, controls as JSON escapes them), text shows them
     escaped (no raw ESC, CR or CSI reaches the terminal) and cut."""
     answer = tmp_path / "answer"
     answer.write_bytes(_head(
@@ -158,7 +159,8 @@ def test_a_stale_clock_and_hostile_values_shown_escaped(
     assert sd.skew_seconds is not None and sd.skew_seconds < -25 * 365 * 86400, sd
     assert "over the 60 s tolerance" in skew.reason and "behind ours" in skew.reason
     b = got["banners"]
-    assert det(b, BannersDetails).application[0].value == "\x1b[31mEvil/1.0 \xe9\x9b2J"
+    # bytes outside ASCII as \xNN, as every network value (was latin-1 text: 'é', U+009B)
+    assert det(b, BannersDetails).application[0].value == "\x1b[31mEvil/1.0 \\xe9\\x9b2J"
     assert det(got["cookies"], CookiesDetails).cookies[0].name == "\x1b]0:pwn\x07sid"
     sh = got["security_headers"]
     assert ("X-Frame-Options", "DENY\rX-Injected: 1") in \
@@ -167,7 +169,11 @@ def test_a_stale_clock_and_hostile_values_shown_escaped(
     text = run_cli("scan", f"127.0.0.1:{port}", "--checks", "http",
                    env={"COLUMNS": "400"}).stdout
     assert "\x1b" not in text and "\x9b" not in text and "\r" not in text and "\x07" not in text
-    assert "\\x1b[31mEvil/1.0 é\\x9b2J" in text, text
+    assert "\\x1b[31mEvil/1.0 \\xe9\\x9b2J" in text and "é" not in text, text
+    data = json.loads(run_cli("scan", f"127.0.0.1:{port}", "--checks", "http", "--json").stdout)
+    banners = next(c for c in data["check_results"] if c["name"] == "banners")
+    assert banners["details"]["application"][0]["value"] == "\x1b[31mEvil/1.0 \\xe9\\x9b2J", \
+        banners["details"]
     assert "\\x1b]0:pwn\\x07sid" in text and "x" * 10001 not in text
 
 

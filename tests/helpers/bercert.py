@@ -87,6 +87,19 @@ def _printable_at(subject: bytes) -> bytes:
     return tlv(0x30, tlv(0x31, tlv(0x30, oid + tlv(0x13, b"local@host"))))
 
 
+def printable(name: bytes) -> bytes:
+    """Every attribute value of a Name as a PrintableString of the same bytes: a value
+    holding '@' (which that type does not allow) makes `cryptography` refuse the whole
+    certificate, even in DER, while OpenSSL reads it and compares it (X509_NAME_cmp) as
+    the same name written as a UTF8String."""
+    rdns = []
+    for rdn in children(name):
+        attributes = [tlv(0x30, children(a)[0] + tlv(0x13, contents(children(a)[1])))
+                      for a in children(rdn)]
+        rdns.append(tlv(0x31, b"".join(attributes)))
+    return tlv(0x30, b"".join(rdns))
+
+
 #: tbsCertificate field index (version first) -> how it is rewritten
 EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "serial-long-length": (1, _long),
@@ -95,6 +108,7 @@ EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "utctime-without-seconds": (4, _utc_without_seconds),
     "rsa-key-long-lengths": (6, _rsa_key_long),
     "subject-printablestring-at": (5, _printable_at),
+    "issuer-printablestring": (3, printable),
     "issuer-indefinite-length": (3, indefinite),
     "spki-indefinite-length": (6, indefinite),
 }

@@ -58,3 +58,21 @@ def test_first_line_without_an_end_is_not_read_to_max_bytes(
     assert isinstance(status, str)
     assert status.startswith("not HTTP: no line end in the first "), status
     assert "'HTTP/1.1 200 aaaa" in status, status
+
+
+async def latin1_status(conn: Conn) -> None:
+    await _answer(conn, b"HTTP/1.1 200 Caf\xe9 \\ \x1b[2J\r\nServer: x\r\n\r\n", b"")
+
+
+def test_a_status_line_outside_ascii_is_shown_as_network_text(
+        hostile_server: HostileServer) -> None:
+    """The status line's bytes outside ASCII are \\xNN (a backslash doubled), as every
+    network value: it was decoded as latin-1 ('Café' in JSON and on the terminal)."""
+    data = _probe(hostile_server, latin1_status)
+    assert data["http_status"] == "HTTP/1.1 200 Caf\\xe9 \\\\ \x1b[2J", data["http_status"]
+    listener = hostile_server.serve(latin1_status)
+    out = run_tlsprobe(f"127.0.0.1:{listener.port}", "--http-get", "/", "--no-verify",
+                       "--timeout", "5", hard_timeout=60.0)
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("HTTP "))
+    assert line.split(None, 1)[1] == "HTTP/1.1 200 Caf\\xe9 \\\\ \\x1b[2J", line

@@ -8,15 +8,18 @@ s_server and signed again by its CA over the bytes as sent.
 tlsprobe refused each leaf as "not a parsable DER certificate" (exit 6, a protocol error the
 server did not commit), and `scan` lost every answer for the server. Now the handshake
 completes with the server's signature checked with the key read from the certificate's
-subjectPublicKeyInfo (wire/spki.py), the trust verdict is "not established" with the reason
-(no code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
-scan's certificate.not_verified is inconclusive, and a capture of the handshake shows the key.
+subjectPublicKeyInfo (wire/spki.py). A certificate refused for its lengths alone is read
+as OpenSSL reads it, through a copy in DER (wire/spki.der_certificate), its signature
+checked over the bytes as sent: the trust verdict is OpenSSL's (it was "not established"),
+its fields are shown; one whose time OpenSSL cannot compare (a UTCTime without seconds)
+is OpenSSL's 13 (it was not established). One refused for another value (a
+PrintableString holding '@') keeps the verdict "not established" with the reason (no
+code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
+scan's certificate.not_verified is inconclusive, and a capture of the handshake shows the
+key.
 
-The same root in the trust store (--cafile) was dropped without a word: the chain was then
-"20 (unable to get local issuer certificate)", a negative verdict OpenSSL does not reach (0),
-and a store holding only that root was "no certificates found". Now the verdict of an issuer
-not found is not established when the store holds certificates cryptography cannot parse,
-and the usage error names them.
+The same root in the trust store (--cafile), in BER lengths, was dropped, then made the
+verdict not established: it is now read (OpenSSL's 0), alone in the store too.
 """
 from __future__ import annotations
 
@@ -28,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from tests.helpers.bercert import issued, mangled, pem, write
+from tests.helpers.bercert import Issued, children, contents, issued, mangled, pem, tlv, write
 
 #: (the leaf's edit, tlsprobe's version flag, s_client's flag, OpenSSL's verify code,
 #: tlsprobe's --ciphers or None, the key tlsprobe reads)
@@ -46,6 +50,8 @@ CASES = {
                                 "TLS_RSA_WITH_AES_128_GCM_SHA256", "RSA"),
     "printablestring-tls13": ("subject-printablestring-at", "--tls1_3", "-tls1_3", 0, None,
                               "EC secp256r1"),
+    "issuer-indefinite-tls13": ("issuer-indefinite-length", "--tls1_3", "-tls1_3", 0, None,
+                                "EC secp256r1"),
 }
 
 
@@ -83,11 +89,20 @@ def test_a_leaf_openssl_reads_completes_the_handshake(tls_server: Callable[..., 
     assert data["handshake_complete"] is True and data["finished_verified"] is True, data
     assert data["signature_verified"] is (None if cipher else True), data
     verification = data["verification"]
-    assert verification["code"] is None and verification["ok"] is False, verification
-    assert verification["message"].startswith("not established: the leaf cannot be parsed "
-                                              "by cryptography"), verification
     leaf = data["certificates"][0]
     assert leaf["key_type"] == key_type and leaf["key_bits"] in (256, 2048), leaf
+    if "length" in edit:   # read as OpenSSL reads it: OpenSSL's verdict, its fields shown
+        assert verification["code"] == code and verification["ok"] is True, verification
+        assert leaf["subject"] == "CN=localhost" and leaf["issuer"] == "CN=BER Test CA" and \
+            leaf["san"] == ["localhost", "127.0.0.1"], leaf
+        return
+    if edit.startswith("utctime"):   # read through a copy whose time is never current: 13
+        assert verification["code"] == code and verification["message"].startswith(
+            f"{code} (format error in certificate's notBefore field)"), verification
+    else:
+        assert verification["code"] is None and verification["ok"] is False, verification
+        assert verification["message"].startswith("not established: the leaf cannot be "
+                                                  "parsed by cryptography"), verification
     assert leaf["subject"].startswith("(unparsable certificate") and \
         leaf["issuer"].startswith("(not read") and leaf["san"][0].startswith("(not read"), leaf
 
@@ -96,7 +111,7 @@ def test_a_leaf_openssl_reads_completes_the_handshake(tls_server: Callable[..., 
 def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
                                               run_cli: Callable[..., Any],
                                               tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "serial-long-length")
+    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
     res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
                   "--timeout", "10")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
@@ -114,7 +129,7 @@ def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
 def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[..., Any],
                                                        run_cli: Callable[..., Any],
                                                        tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "serial-long-length")
+    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
     res = run_cli("scan", f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
                   "--json", "--no-progress", "--no-policy", "--timeout", "10", timeout=180)
     assert res.stderr == "", res.stderr
@@ -137,7 +152,7 @@ def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[...
 def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any],
                                                   run_cli: Callable[..., Any],
                                                   tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "serial-long-length")
+    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
     pcap = tmp_path / "ber.pcap"
     res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
                   "--pcap-out", pcap, "--timeout", "10")
@@ -151,9 +166,9 @@ def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any]
 
 
 @pytest.mark.needs_impl("openssl")
-def test_a_root_cryptography_cannot_parse_in_the_trust_store(tls_server: Callable[..., Any],
-                                                             run_cli: Callable[..., Any],
-                                                             tmp_path: Path) -> None:
+def test_a_root_in_ber_lengths_in_the_trust_store(tls_server: Callable[..., Any],
+                                                 run_cli: Callable[..., Any],
+                                                 tmp_path: Path) -> None:
     chain = issued()
     _, leaf, key = write(chain, chain.leaf_der, tmp_path)
     srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)])
@@ -163,13 +178,39 @@ def test_a_root_cryptography_cannot_parse_in_the_trust_store(tls_server: Callabl
     alone.write_bytes(root)
     assert _s_client(srv.port, bundle, "-tls1_3", None) == 0   # OpenSSL reads the root
     assert _s_client(srv.port, alone, "-tls1_3", None) == 0
-    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", bundle, "--json",
+    for store in (bundle, alone):
+        res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store,
+                      "--json", "--timeout", "10")
+        assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+        verification = json.loads(res.stdout)["verification"]
+        assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
+
+
+def _generalized_not_before(chain: Issued) -> bytes:
+    """The leaf with its notBefore as a GeneralizedTime (RFC 5280 4.1.2.5 asks a UTCTime
+    before 2050), signed again by the CA."""
+    tbs, algorithm, _ = children(chain.leaf_der)
+    fields = children(tbs)
+    not_before, not_after = children(fields[4])
+    fields[4] = tlv(0x30, tlv(0x18, b"20" + contents(not_before)) + not_after)
+    new_tbs = tlv(0x30, b"".join(fields))
+    signature = chain.ca_key.sign(new_tbs, ec.ECDSA(hashes.SHA256()))
+    return tlv(0x30, new_tbs + algorithm + tlv(0x03, b"\x00" + signature))
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_generalized_time_before_2050_gets_openssls_verdict(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """cryptography reads the leaf but its verifier refuses a GeneralizedTime before 2050;
+    OpenSSL reads it (0): the verdict was 'not established' (the library's refusal), it is
+    now OpenSSL's, the link checked here (its key and signature of kinds every verifier
+    accepts)."""
+    chain = issued()
+    ca, leaf, key = write(chain, _generalized_not_before(chain), tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)])
+    assert _s_client(srv.port, ca, "-tls1_3", None) == 0   # the real tool first
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca, "--json",
                   "--timeout", "10")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     verification = json.loads(res.stdout)["verification"]
-    assert verification["code"] is None and verification["ok"] is False, verification
-    assert verification["message"].startswith("not established: ") and \
-        "holds a certificate cryptography cannot parse" in verification["message"], verification
-    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", alone)
-    assert res.returncode == 2 and res.stdout == "", (res.returncode, res.stdout)
-    assert "1 certificate in it cannot be parsed by cryptography" in res.stderr, res.stderr
+    assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification

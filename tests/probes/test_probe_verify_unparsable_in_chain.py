@@ -1,17 +1,21 @@
-"""A certificate of the server's chain that `cryptography` cannot parse (BER OpenSSL reads:
-a serial number's length in the long form), other than the leaf, makes the trust verdict
+"""A certificate of the server's chain that `cryptography` cannot parse (OpenSSL reads it: its
+issuer name's values as PrintableStrings holding '@'; lengths in BER's other forms are
+read through a DER twin now), other than the leaf, makes the trust verdict
 "not established" only when OpenSSL's path may go through it. tlsprobe said "not
 established" for any such certificate: an extra unrelated one, or a copy of the root past
 the trust anchor, where `openssl s_client -verify_return_error` says 0 (or 20 for a chain
 whose root is not in the store: the verdict it reaches without that certificate)."""
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.helpers.bercert import (
@@ -25,21 +29,25 @@ from tests.helpers.bercert import (
 )
 from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
 
+NOW = datetime.datetime.now(datetime.UTC)
+DAY = datetime.timedelta(days=1)
+
 
 def _codes_chain() -> tuple[bytes, bytes, bytes, ec.EllipticCurvePrivateKey,
                                ec.EllipticCurvePrivateKey]:
-    """(root, intermediate, leaf, the root's key, the leaf's): CN=Codes Root, CN=Codes CA,
-    CN=localhost."""
+    """(root, intermediate, leaf, the root's key, the leaf's): CN=Codes@Root, CN=Codes CA,
+    CN=localhost ('@': the root's name, as an issuer's, turns unparsable in `_ber`)."""
     root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
-    root = signed_cert(cn_name("Codes Root"), root_key, cn_name("Codes Root"), root_key, True)
-    inter = signed_cert(cn_name("Codes CA"), inter_key, cn_name("Codes Root"), root_key, True)
+    root = signed_cert(cn_name("Codes@Root"), root_key, cn_name("Codes@Root"), root_key, True)
+    inter = signed_cert(cn_name("Codes CA"), inter_key, cn_name("Codes@Root"), root_key, True)
     leaf = signed_cert(cn_name("localhost"), leaf_key, cn_name("Codes CA"), inter_key, False)
     return root, inter, leaf, root_key, leaf_key
 
 
 def _ber(der: bytes, signer: ec.EllipticCurvePrivateKey) -> bytes:
-    """`der` with its serial number's length in the long form, signed again by `signer`."""
-    return mangled(Issued(signer, b"", signer, der), "serial-long-length")
+    """`der` with its issuer name's values as PrintableStrings (cryptography refuses the
+    '@' in them, even in DER; OpenSSL reads them), signed again by `signer`."""
+    return mangled(Issued(signer, b"", signer, der), "issuer-printablestring")
 
 
 #: the sent chain after the leaf, and whether the store holds the chain's root: (what is
@@ -61,9 +69,9 @@ def test_an_unparsable_certificate_counts_only_on_the_path(
         name: str) -> None:
     sent, anchored, expected, established = CASES[name]
     root, inter, leaf, root_key, leaf_key = _codes_chain()
-    other = issued(ca_name="Another CA")
+    other = issued(ca_name="Another@CA")
     made = {"inter": inter, "inter-ber": _ber(inter, root_key), "root-ber": _ber(root, root_key),
-            "unrelated": mangled(other, "serial-long-length", ca=True)}
+            "unrelated": mangled(other, "issuer-printablestring", ca=True)}
     leaf_files(tmp_path, leaf, leaf_key)
     (tmp_path / "chain.pem").write_bytes(b"".join(pem(made[k]) for k in sent))
     store = tmp_path / "store.pem"
@@ -97,12 +105,12 @@ def test_a_store_certificate_cryptography_cannot_parse_counts_only_by_its_name(
     and not the chain's root. Its name is not the leaf's issuer's: OpenSSL says 20, and
     tlsprobe now too (was not established); it is (another key): OpenSSL takes it for the
     issuer (7), which cannot be told here: not established."""
-    chain = issued()
+    chain = issued(ca_name="BER@Test CA")
     leaf_files(tmp_path, chain.leaf_der, chain.leaf_key)
-    other = issued(ca_name="BER Test CA" if named else "Unrelated CA")   # another key
+    other = issued(ca_name="BER@Test CA" if named else "Unrelated@CA")   # another key
     store = tmp_path / "store.pem"
     store.write_bytes(pem(issued(ca_name="Elsewhere CA").ca_der) +
-                      pem(mangled(other, "serial-long-length", ca=True)))
+                      pem(mangled(other, "issuer-printablestring", ca=True)))
     srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
                                        str(tmp_path / "leaf.key")])
     code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
@@ -111,7 +119,7 @@ def test_a_store_certificate_cryptography_cannot_parse_counts_only_by_its_name(
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     ver = json.loads(res.stdout)["verification"]
     if named:
-        assert ver["code"] is None and "the issuer may be among them" in ver["message"], ver
+        assert ver["code"] is None and "an issuer OpenSSL takes may be among them" in ver["message"], ver
         return
     assert ver["code"] == 20 and ver["message"].startswith(f"20 ({text})"), ver
     assert "the trust store holds a certificate cryptography cannot parse, none of them " \
@@ -132,7 +140,7 @@ def test_a_store_certificate_cryptography_cannot_parse_above_a_store_intermediat
     leaf_files(tmp_path, leaf, leaf_key)
     store = tmp_path / "store.pem"
     store.write_bytes(pem(inter) + pem(_ber(root, root_key) if root_in_ber else mangled(
-        issued(ca_name="Unrelated CA"), "serial-long-length", ca=True)))
+        issued(ca_name="Unrelated@CA"), "issuer-printablestring", ca=True)))
     srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
                                        str(tmp_path / "leaf.key")])
     code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
@@ -141,6 +149,57 @@ def test_a_store_certificate_cryptography_cannot_parse_above_a_store_intermediat
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     ver = json.loads(res.stdout)["verification"]
     if root_in_ber:
-        assert ver["code"] is None and "the issuer may be among them" in ver["message"], ver
+        assert ver["code"] is None and "an issuer OpenSSL takes may be among them" in ver["message"], ver
     else:
         assert ver["code"] == 2 and ver["message"].startswith(f"2 ({text})"), ver
+    # the scan's chain check: the root it could not read may be the issuer it found
+    # missing (it said 'vulnerable: incomplete', medium, where OpenSSL completes the path)
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--checks", "chain", "--json",
+                  "--no-progress", "--no-policy", "--cafile", store, "--sni", "localhost")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    (chain,) = [c for c in json.loads(res.stdout)["check_results"] if c["name"] == "chain"]
+    if root_in_ber:   # (s_server also sends its lab CA: an extra certificate, low)
+        assert "incomplete" not in chain["reason"] and chain["severity"] != "medium", chain
+        assert any("cryptography cannot parse" in e for e in chain["evidence"]), chain
+        assert chain["details"]["complete"] is None, chain["details"]
+    else:
+        assert chain["verdict"] == "vulnerable" and "incomplete" in chain["reason"], chain
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_store_certificate_cryptography_cannot_parse_counts_for_every_verdict(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The server sends its intermediate expired; the trust store holds the root and a
+    valid copy of that intermediate (its key and name) that cryptography cannot parse.
+    OpenSSL takes the store's copy first (trusted first): 0. tlsprobe, blind to it, judged
+    the sent one: '10 (certificate has expired)', a false untrusted verdict (an unparsable
+    store certificate counted only for the verdicts of an issuer not found). Now not
+    established, naming the store's certificates."""
+    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    root = signed_cert(cn_name("Codes@Root"), root_key, cn_name("Codes@Root"), root_key, True)
+    expired = x509.load_der_x509_certificate(signed_cert(cn_name("Codes CA"), inter_key, cn_name("Codes@Root"), root_key, True))
+    sent = (x509.CertificateBuilder().subject_name(expired.subject)
+            .issuer_name(expired.issuer).public_key(inter_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(NOW - 30 * DAY).not_valid_after(NOW - DAY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(root_key, hashes.SHA256()).public_bytes(serialization.Encoding.DER))
+    valid_copy = _ber(signed_cert(cn_name("Codes CA"), inter_key, cn_name("Codes@Root"), root_key, True), root_key)
+    leaf = signed_cert(cn_name("localhost"), leaf_key, cn_name("Codes CA"), inter_key, False)
+    leaf_files(tmp_path, leaf, leaf_key)
+    (tmp_path / "chain.pem").write_bytes(pem(sent))
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(root) + pem(valid_copy))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key"), "-cert_chain",
+                                       str(tmp_path / "chain.pem")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == 0, text
+    alone = tmp_path / "root.pem"
+    alone.write_bytes(pem(root))
+    assert _openssl_verdict(srv.port, alone, "localhost")[0] == 10   # without the copy
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    ver = json.loads(res.stdout)["verification"]
+    assert ver["code"] is None and ver["message"].startswith("not established: 10 ("), ver
+    assert "an issuer OpenSSL takes may be among them" in ver["message"], ver

@@ -31,6 +31,7 @@ from tlsprobe.wire.spki import (
     EC_PUBLIC_KEY,
     ber_element,
     certificate_shape,
+    der_certificate,
     ec_named_curve,
     extension_oids,
     spki_algorithm,
@@ -93,7 +94,8 @@ def test_the_key_of_a_ber_certificate_is_cryptographys_key_of_the_der_one(edit: 
     """The edited certificate (tests/helpers/bercert.py) does not load in cryptography; its
     outline is a certificate's, and its subjectPublicKeyInfo, in DER, is the very key of
     the certificate before the edit."""
-    chain = issued(rsa.generate_private_key(65537, 2048) if edit.startswith("rsa") else None)
+    chain = issued(rsa.generate_private_key(65537, 2048) if edit.startswith("rsa") else None,
+                   ca_name="BER@Test CA" if "printable" in edit else "BER Test CA")
     der = mangled(chain, edit)
     with pytest.raises(ValueError):
         x509.load_der_x509_certificate(der)
@@ -192,3 +194,17 @@ def test_the_extension_oids_are_cryptographys(edit: str) -> None:
     assert want == ["2.5.29.17"]
     assert extension_oids(mangled(chain, edit)) == want
     assert extension_oids(chain.ca_der) == ["2.5.29.19"]
+
+
+@pytest.mark.parametrize("edit", [e for e in [*EDITS, *WHOLE_EDITS] if "length" in e])
+def test_a_certificate_in_ber_lengths_is_the_der_one_in_der(edit: str) -> None:
+    """der_certificate writes each length as DER does, nothing else: the tbsCertificate of
+    a certificate edited in its lengths alone is the one before the edit, byte for byte
+    (its signature, over the bytes as sent, is the edited one's)."""
+    chain = issued(rsa.generate_private_key(65537, 2048) if edit.startswith("rsa") else None)
+    der = mangled(chain, edit)
+    twin = der_certificate(der)
+    assert children(twin)[0] == children(chain.leaf_der)[0]
+    x509.load_der_x509_certificate(twin)
+    with pytest.raises(ValueError):
+        der_certificate(der[:-1])

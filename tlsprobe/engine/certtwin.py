@@ -29,18 +29,21 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine.certext import basic_constraints, problem_of
-from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS, extension_spans
+from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS
 from tlsprobe.model.pubkey import load_certificate
-from tlsprobe.wire.spki import der_element, der_length
+from tlsprobe.wire.spki import der_certificate, der_element, der_length, oid_text
 
 __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
-           "readable_certificate", "readable_twin"]
+           "readable_certificate", "readable_twin", "time_format_errors"]
 
 #: each twin made by `parsed_twin` (its DER) -> the certificate as sent, whose signature
 #: is the one to check; bounded, the least recently used dropped first (a twin in use is
 #: asked for at each signature check of its path)
 _ORIGINALS: OrderedDict[bytes, bytes] = OrderedDict()
 _ORIGINALS_MAX = 1024
+#: the same for the trust store's twins (`parsed_twin(pinned=True)`), kept while the
+#: process runs: a store read once serves every verification after it
+_PINNED: dict[bytes, bytes] = {}
 _LOCK = threading.Lock()
 
 #: the stand-ins' OIDs (a UUID arc, X.667: no certificate names them)
@@ -147,33 +150,76 @@ def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> by
 def _twin(cert: x509.Certificate) -> x509.Certificate | None:
     der = cert.public_bytes(Encoding.DER)
     try:
-        for index in range(len(extension_spans(der))):
-            oid, start, stop = extension_spans(der)[index]
-            value = der[start:stop]
+        span = _extension_list(der)
+        if span is None:
+            return None
+        parts, changed, at = [], False, span[0]
+        while at < span[1]:   # each extension read once: a hostile list costs linear time
+            _, body, end = der_element(der, at, span[1])
+            fields = [der_element(der, pos, end) for pos in _positions(der, body, end)]
+            head = _positions(der, body, end)[-1]   # the OCTET STRING's header
+            oid, value = oid_text(der[fields[0][1]:fields[0][2]]), der[fields[-1][1]:end]
             rewrite = _REWRITES.get(oid)
-            if rewrite is None or problem_of(oid, value) is not None:
-                continue   # one OpenSSL refuses: certext.py judged it (20)
-            new = rewrite(value)
-            if new != value:
-                der = _with_contents(der, 0, start, stop, new)
-        twin = load_certificate(der)
+            new = value if rewrite is None or problem_of(oid, value) is not None \
+                else rewrite(value)   # (one OpenSSL refuses: certext.py judged it, 20)
+            changed = changed or new != value
+            parts.append(der[at:end] if new == value else
+                         _tlv(0x30, der[body:head] + _tlv(0x04, new)))
+            at = end
+        if not changed:
+            return None
+        twin = load_certificate(_with_contents(der, 0, *span, b"".join(parts)))
         len(twin.extensions)
     except (ValueError, TypeError, x509.DuplicateExtension):
         return None
     return twin
 
 
-def parsed_twin(der: bytes) -> x509.Certificate | None:
-    """A certificate cryptography refuses as a whole only for its extensions' critical
-    flags (a BOOLEAN of a byte other than 0x00 and 0xFF; FALSE, the DEFAULT, written out:
-    OpenSSL reads both) read through a copy whose flags are in DER; None for any other
-    certificate. Its signature is checked over the bytes as sent (`original_of`)."""
-    try:
-        new = _critical_flags(der)
-        twin = load_certificate(new) if new != der else None
-    except ValueError:
+def _positions(der: bytes, start: int, end: int) -> list[int]:
+    """Where each element from `start` to `end` begins."""
+    out = []
+    while start < end:
+        out.append(start)
+        start = der_element(der, start, end)[2]
+    return out
+
+
+def _extension_list(der: bytes) -> tuple[int, int] | None:
+    """(start, end) of the contents of a DER certificate's SEQUENCE OF Extension, None
+    when it has none; ValueError when it is not DER of a certificate's shape."""
+    _, body, end = der_element(der, 0, len(der))
+    _, at, tbs_end = der_element(der, body, end)
+    found = None
+    while at < tbs_end:
+        tag, start, at = der_element(der, at, tbs_end)
+        found = (start, at) if tag == 0xA3 else found
+    if found is None:
         return None
-    if twin is not None:
+    _, start, stop = der_element(der, *found)
+    return start, stop
+
+
+def parsed_twin(der: bytes, *, pinned: bool = False,
+                odd_times: bool = False) -> x509.Certificate | None:
+    """A certificate cryptography refuses as a whole only for its lengths (BER's longer or
+    indefinite forms: wire/spki.der_certificate) or its extensions' critical flags (a
+    BOOLEAN of a byte other than 0x00 and 0xFF; FALSE, the DEFAULT, written out), which
+    OpenSSL reads alike, read through a copy in DER; None for any other certificate. Its
+    signature is checked over the bytes as sent (`original_of`), as OpenSSL checks it
+    over the tbsCertificate it read; `pinned`: a trust store's, whose original is never
+    dropped; `odd_times`: a validity time OpenSSL cannot compare read as one never
+    current (`time_format_errors`), for the trust verdict alone (no other reader may
+    take that stand-in for the certificate's time)."""
+    try:
+        new = _critical_flags(der_certificate(der))
+        new = _times(new)[0] if odd_times else new
+        twin = load_certificate(new) if new != der else None
+    except (ValueError, x509.InvalidVersion):   # (no ValueError: X.509 v2, v4+)
+        return None
+    if twin is not None and pinned:
+        with _LOCK:
+            _PINNED[new] = der
+    elif twin is not None:
         with _LOCK:
             _ORIGINALS[new] = der
             _ORIGINALS.move_to_end(new)
@@ -182,14 +228,14 @@ def parsed_twin(der: bytes) -> x509.Certificate | None:
     return twin
 
 
-def readable_certificate(der: bytes) -> x509.Certificate:
+def readable_certificate(der: bytes, *, odd_times: bool = False) -> x509.Certificate:
     """`load_certificate(der)`, or the twin `parsed_twin` makes of a certificate refused
-    only for its critical flags (its signature is checked over the bytes as sent by
+    only for its lengths or critical flags (its signature is checked over the bytes as sent by
     chainpath.issued). Raises ValueError as `load_certificate`."""
     try:
         return load_certificate(der)
     except ValueError:
-        twin = parsed_twin(der)
+        twin = parsed_twin(der, odd_times=odd_times)
         if twin is None:
             raise
         return twin
@@ -197,28 +243,76 @@ def readable_certificate(der: bytes) -> x509.Certificate:
 
 def original_of(cert: x509.Certificate) -> bytes | None:
     """The certificate as sent of a twin `parsed_twin` made, else None."""
-    if not _ORIGINALS:
+    if not _ORIGINALS and not _PINNED:
         return None
     der = cert.public_bytes(Encoding.DER)
     with _LOCK:
+        if der in _PINNED:
+            return _PINNED[der]
         original = _ORIGINALS.get(der)
         if original is not None:
             _ORIGINALS.move_to_end(der)
     return original
 
 
+#: what stands for a time OpenSSL cannot compare (X509_cmp_time): never current
+_NEVER = (b"\x18\x0f99991231235959Z", b"\x18\x0f19500101000000Z")
+
+
+def _well_formed(tag: int, value: bytes) -> bool:
+    """A time X509_cmp_time (OpenSSL 3.0) compares: a UTCTime of 12 digits and Z, or a
+    GeneralizedTime of 14 digits and Z (no fraction, no offset, seconds written)."""
+    size = {0x17: 13, 0x18: 15}.get(tag)
+    return size == len(value) and value[:-1].isdigit() and value.endswith(b"Z")
+
+
+def _times(der: bytes) -> tuple[bytes, tuple[bool, bool]]:
+    """`der` (a certificate in DER lengths) with each validity time OpenSSL cannot compare
+    replaced by a stand-in that is never current, and which were: (notBefore,
+    notAfter). OpenSSL reads such a certificate and says 13 or 14 when it checks its
+    dates; ValueError for one not of a certificate's shape."""
+    _, body, end = der_element(der, 0, len(der))
+    _, at, tbs_end = der_element(der, body, end)
+    fields = []
+    while at < tbs_end:
+        fields.append(der_element(der, at, tbs_end))
+        at = fields[-1][2]
+    index = 4 if fields and fields[0][0] == 0xA0 else 3
+    if len(fields) <= index:
+        raise ValueError("no validity")
+    _, start, stop = fields[index]
+    spans = _spans(der, start, stop)
+    bad = [not _well_formed(der[a], der[der_element(der, a, b)[1]:b]) for a, b in spans]
+    if len(bad) != 2 or not any(bad):
+        return der, (False, False)
+    new = b"".join(_NEVER[i] if bad[i] else der[a:b] for i, (a, b) in enumerate(spans))
+    return _with_contents(der, 0, start, stop, new), (bad[0], bad[1])
+
+
+def _spans(der: bytes, start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of each whole element from `start` to `end`."""
+    return [(p, der_element(der, p, end)[2]) for p in _positions(der, start, end)]
+
+
+def time_format_errors(cert: x509.Certificate) -> tuple[bool, bool]:
+    """Whether the notBefore and the notAfter of the certificate as sent are times OpenSSL
+    cannot compare (13, 14): only a twin's (`parsed_twin`) can be."""
+    original = original_of(cert)
+    if original is None:
+        return False, False
+    try:
+        return _times(der_certificate(original))[1]
+    except ValueError:
+        return False, False
+
+
 def _critical_flags(der: bytes) -> bytes:
     """`der` with each extension's critical BOOLEAN as DER writes it (TRUE as 0xFF, FALSE
     left out); ValueError for a certificate not in DER otherwise."""
-    _, body, end = der_element(der, 0, len(der))
-    _, at, tbs_end = der_element(der, body, end)
-    found = None
-    while at < tbs_end:
-        tag, start, at = der_element(der, at, tbs_end)
-        found = (start, at) if tag == 0xA3 else found
-    if found is None:
+    span = _extension_list(der)
+    if span is None:
         return der
-    _, start, stop = der_element(der, *found)
+    start, stop = span
     extensions, at = [], start
     while at < stop:
         _, part, at = der_element(der, at, stop)

@@ -24,7 +24,11 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
 from tlsprobe.engine.certext import invalid_near, unreadable
-from tlsprobe.engine.certtwin import readable_certificate, readable_twin
+from tlsprobe.engine.certtwin import (
+    readable_certificate,
+    readable_twin,
+    time_format_errors,
+)
 from tlsprobe.engine.chainlib import second_opinion
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
@@ -61,6 +65,7 @@ V_NO_ISSUER = 2
 V_SIGNATURE_FAILURE = 7
 V_NOT_YET_VALID = 9
 V_EXPIRED = 10
+V_BAD_NOT_BEFORE, V_BAD_NOT_AFTER = 13, 14   # a time OpenSSL cannot compare
 V_SELF_SIGNED = 18
 V_SELF_SIGNED_IN_CHAIN = 19
 V_NO_LOCAL_ISSUER = 20
@@ -68,14 +73,12 @@ V_LEAF_UNVERIFIED = 21
 V_HOSTNAME_MISMATCH = 62
 V_IP_MISMATCH = 64
 V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
-#: the verdicts of an issuer not found in the trust store (or not as the sent one)
-_STORE_CODES = frozenset({V_NO_ISSUER, V_SELF_SIGNED, V_SELF_SIGNED_IN_CHAIN,
-                          V_NO_LOCAL_ISSUER, V_LEAF_UNVERIFIED})
-
 REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
            V_NO_ISSUER: "unable to get issuer certificate",
            V_SIGNATURE_FAILURE: "certificate signature failure",
            V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
+           V_BAD_NOT_BEFORE: "format error in certificate's notBefore field",
+           V_BAD_NOT_AFTER: "format error in certificate's notAfter field",
            V_SELF_SIGNED: "self-signed certificate",
            V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
            V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
@@ -115,15 +118,22 @@ class ChainResult:
 
 def _dates(certs: list[x509.Certificate], now: datetime.datetime,
            anchor: x509.Certificate | None = None) -> tuple[int, str] | None:
-    """The first of `certs` outside its validity period, as a code and its reason."""
+    """The first of `certs` outside its validity period, as a code and its reason (its
+    notBefore first, as OpenSSL's check_cert_time: a validity that ends before it begins
+    is 9)."""
     for cert in certs:
         subject = (cert.subject.rfc4514_string() or "(empty subject)") + \
             (" (in the trust store)" if cert is anchor else "")
-        if cert.not_valid_after_utc < now:
-            return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
+        bad_before, bad_after = time_format_errors(cert)   # (a twin's: 13, 14)
+        if bad_before or bad_after and cert.not_valid_before_utc <= now:
+            which = "notBefore" if bad_before else "notAfter"
+            return (V_BAD_NOT_BEFORE if bad_before else V_BAD_NOT_AFTER,
+                    f"{subject}: its {which} is no time OpenSSL compares")
         if cert.not_valid_before_utc > now:
             return V_NOT_YET_VALID, (f"{subject} is valid from "
                                      f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
+        if cert.not_valid_after_utc < now:
+            return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
     return None
 
 
@@ -296,7 +306,7 @@ def _verify_chain(ders: Sequence[bytes], hostname: str | None,
     chain, positions, unparsed = [], [], []
     for i, der in enumerate(ders):
         try:   # (critical flags not in DER: read through a twin)
-            chain.append(readable_certificate(der))
+            chain.append(readable_certificate(der, odd_times=True))
             positions.append(i)
         except ValueError as exc:   # OpenSSL may read it (BER lengths)
             text = " ".join(str(exc).split())[:160]
@@ -331,7 +341,8 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     path, anchored, missing = trusted_path(chain, anchors, now)
     if missing is not None:
         return ChainResult(*missing)
-    broken = -1
+    broken = max((i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False),
+                 default=-1)   # an issuer OpenSSL takes that did not sign (7, from the top)
     if not anchored:   # OpenSSL finds no issuer, whatever the library's path building says
         named_path = by_names(chain, anchors, now)
         if named_path is None:
@@ -378,13 +389,15 @@ def verify_with_store(ders: Sequence[bytes], hostname: str | None, cafile: str |
     except (OSError, ValueError, UnreadableFile) as exc:
         return path, f"cannot read trust store: {exc}"
     result = verify_chain(ders, hostname, anchors, key_sizes=key_sizes)
-    if unparsed and result.established and result.code in _STORE_CODES:
-        # OpenSSL reads what cryptography refuses (BER): the issuer may be one of those
+    if unparsed and result.established and result.code != chaincodes.V_EE_KEY_WEAK:
+        # OpenSSL reads what cryptography refuses: an issuer it takes from the store
+        # (trusted first, before the sent ones) may be one of those, whatever the verdict
+        # on the path without them (66 alone is given before any issuer is sought)
         many = f"{len(unparsed)} certificates" if len(unparsed) > 1 else "a certificate"
         if store_may_hold_issuer(ders, unparsed, anchors):
             return path, ChainResult(V_UNSPECIFIED, f"{result.message}, but the trust store "
                                      f"holds {many} cryptography cannot parse, which OpenSSL "
-                                     "may read: the issuer may be among them",
+                                     "may read: an issuer OpenSSL takes may be among them",
                                      established=False)
         result = replace(result, detail=_join(result.detail, (
             f"the trust store holds {many} cryptography cannot parse, none of them named as "

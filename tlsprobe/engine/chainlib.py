@@ -18,6 +18,7 @@ from functools import lru_cache
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509 import verification as xv
 from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
@@ -25,6 +26,7 @@ from tlsprobe.engine.certtwin import original_of, readable_twin
 from tlsprobe.engine.chaincodes import SERVER_USAGES
 from tlsprobe.engine.chainpath import MAX_PATH, issued, self_signed
 from tlsprobe.engine.nameconstraints import subject_text
+from tlsprobe.wire.spki import der_children, der_element
 
 __all__ = ["library_refusal", "plain_link", "second_opinion"]
 
@@ -132,6 +134,31 @@ def library_refusal(anchors: tuple[x509.Certificate, ...], now: datetime.datetim
     return None
 
 
+def _named_apart(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """`cert` names `issuer` (chainpath.py compares as OpenSSL does) in another encoding
+    than `issuer`'s subject: the library, which compares the two exactly, links them not."""
+    try:
+        return cert.issuer.public_bytes() != issuer.subject.public_bytes()
+    except ValueError:
+        return True
+
+
+def _generalized_before_2050(cert: x509.Certificate) -> bool:
+    """`cert`'s validity holds a GeneralizedTime of a year before 2050."""
+    try:
+        der = cert.public_bytes(Encoding.DER)
+        tbs = der_children(der, *der_element(der, 0, len(der))[1:])[0]
+        fields = der_children(der, tbs[1], tbs[2])
+    except ValueError:
+        return False
+    at = 4 if fields and fields[0][0] == 0xA0 else 3
+    try:
+        times = der_children(der, fields[at][1], fields[at][2]) if len(fields) > at else []
+    except ValueError:
+        return False
+    return any(tag == 0x18 and der[start:start + 4] < b"2050" for tag, start, _ in times)
+
+
 @lru_cache(maxsize=8)
 def _roots(anchors: tuple[x509.Certificate, ...]) -> tuple[x509.Certificate, ...]:
     """The self-signed certificates of the trust store: the only ones OpenSSL anchors a
@@ -144,23 +171,39 @@ def second_opinion(path: list[x509.Certificate], rest: list[x509.Certificate],
                    ) -> str | None:
     """The library's refusal of the path (leaf first, the trust store's certificate
     last; `rest`: the sent certificates but the leaf), or None. Certificates it cannot
-    read in a form OpenSSL reads (certtwin.readable_twin) are judged here alone, their
-    signatures checked, their links of kinds the library accepts: it checks the path
-    above the last of them."""
+    read in a form OpenSSL reads (certtwin.readable_twin), those whose issuer's name is
+    written in another form than their own issuer name (another case, other spaces,
+    another string type: X509_NAME_cmp finds that issuer, the library compares names
+    exactly and finds none), and those with a GeneralizedTime before 2050 (RFC 5280
+    4.1.2.5 asks a UTCTime, the library refuses it, OpenSSL reads it), are judged here alone, their signatures checked, their links
+    of kinds the library accepts: it checks the path above the last of them."""
     twins = [i for i, cert in enumerate(path)
-             if readable_twin(cert) is not cert or original_of(cert) is not None]
-    if not twins:
-        return library_refusal(_roots(anchors), now, path[0], rest)
+             if readable_twin(cert) is not cert or original_of(cert) is not None
+             or i + 1 < len(path) and _named_apart(cert, path[i + 1])
+             or _generalized_before_2050(cert)]
+    if not twins:   # the path's own intermediates, a trust store's among them
+        return library_refusal(_roots(anchors), now, path[0], _intermediates(path, rest))
     if any(issued(path[i], path[i + 1]) is not True for i in range(len(path) - 1)):
         return (f"the signatures of the path from {subject_text(path[0])} cannot all be "
                 "checked here")
     odd = next((path[i] for i in range(min(twins[-1] + 1, len(path) - 1))
                 if not plain_link(path[i], path[i + 1])), None)
     if odd is not None:
-        return (f"it cannot read {subject_text(odd)}, whose key, signature or issuer's key it "
-                "would judge in its own way")
+        return (f"it cannot check {subject_text(odd)} as OpenSSL does (a form it does not "
+                "read, or its issuer named in another form), and would judge its key, "
+                "signature or issuer's key in its own way")
     if twins[-1] + 2 >= len(path):   # above the last one: the trust store's certificate
         return None
     above = path[twins[-1] + 1]
-    return library_refusal(_roots(anchors), now, above, [c for c in rest if c is not above],
+    return library_refusal(_roots(anchors), now, above,
+                           [c for c in _intermediates(path, rest) if c is not above],
                            ca_leaf=True)
+
+
+def _intermediates(path: list[x509.Certificate], rest: list[x509.Certificate]
+                   ) -> list[x509.Certificate]:
+    """The certificates the library may build with: the path's own (its trust store ones
+    that are not self-signed included: OpenSSL takes issuers from the store first), then
+    the rest the server sent."""
+    own = [c for c in path[1:] if not self_signed(c)]
+    return own + [c for c in rest if all(c is not o for o in own)]

@@ -1,7 +1,9 @@
 """The path through the certificates a server sends: from the leaf, each next certificate
 is a sent one whose subject is the current one's issuer, that the current one's
-authorityKeyIdentifier does not rule out, and whose key verifies its signature (OpenSSL's
-issuer check), until a self-signed certificate, none, or MAX_PATH certificates.
+authorityKeyIdentifier does not rule out and whose key is of its signature's family
+(OpenSSL's issuer check, which reads no signature), the first within its dates (OpenSSL's
+find_issuer), until a self-signed certificate, none, or MAX_PATH certificates; a link whose
+signature fails is OpenSSL's 7.
 
 One walk for everything that judges a chain: the trust verdict (engine/chain.py) names the
 problem of the path, not of a certificate the server sent besides it, and the chain check
@@ -33,6 +35,7 @@ __all__ = [
     "issued",
     "key_fits",
     "may_issue",
+    "openssl_pick",
     "same_key",
     "self_signed",
     "store_issuer",
@@ -113,10 +116,14 @@ def issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool | None:
         return False
     original = original_of(cert)
     try:
-        if original is None:
-            verify_issued(cert, issuer)
-        else:   # read through a twin: the signature is over the bytes as sent
+        if original is not None:   # read through a twin: the signature is over the bytes as sent
             verify_signed(cert, issuer, *signed_parts(original))
+        elif cert.issuer.public_bytes() != issuer.subject.public_bytes():
+            # named in another form (X509_NAME_cmp's match): the library's check of a
+            # direct issue asks the very same name
+            verify_signed(cert, issuer, cert.tbs_certificate_bytes, cert.signature)
+        else:
+            verify_issued(cert, issuer)
     except InvalidSignature:
         return False
     except (ValueError, TypeError, UnsupportedAlgorithm):
@@ -158,34 +165,55 @@ def anchored(cert: x509.Certificate, anchors: tuple[x509.Certificate, ...]) -> b
 class ChainPath:
     """`indexes`: the path's certificates as positions in the sent chain, leaf (0) first;
     `unchecked`: (certificate, issuer) pairs of the path linked by names only (their
-    signature could not be checked here); `cut`: the walk stopped at MAX_PATH."""
+    signature could not be checked here); `unsigned`: such pairs whose signature fails
+    (OpenSSL takes that issuer all the same, and says 7); `cut`: the walk stopped at
+    MAX_PATH."""
 
     indexes: tuple[int, ...]
     unchecked: tuple[tuple[int, int], ...] = ()
     cut: bool = False
+    unsigned: tuple[tuple[int, int], ...] = ()
+
+
+def _current(cert: x509.Certificate, now: datetime.datetime) -> bool:
+    return cert.not_valid_before_utc <= now <= cert.not_valid_after_utc
+
+
+def openssl_pick(candidates: list[int], chain: list[x509.Certificate],
+                 now: datetime.datetime) -> int | None:
+    """Of the positions of `candidates` (in the sent order), the one OpenSSL's find_issuer
+    takes: the first within its dates, else the one that expires last (the first of
+    equals); None for none."""
+    current = next((j for j in candidates if _current(chain[j], now)), None)
+    if current is not None or not candidates:
+        return current
+    return max(candidates, key=lambda j: chain[j].not_valid_after_utc)
 
 
 def follow(chain: list[x509.Certificate]) -> ChainPath:
-    """The path through `chain` (leaf first; at least one certificate)."""
+    """The path through `chain` (leaf first; at least one certificate), as OpenSSL's
+    find_issuer builds it from the sent certificates: at each step, of those its issuer
+    check accepts (`may_issue`: names, key identifier, key family; not the signature),
+    the one `openssl_pick` takes (an expired copy of an intermediate sent before a valid
+    one is passed over), whether or not its key signed the current one."""
+    now = datetime.datetime.now(datetime.UTC)
     path: list[int] = [0]
     unchecked: list[tuple[int, int]] = []
+    unsigned: list[tuple[int, int]] = []
     while not self_signed(chain[path[-1]]) and len(path) < MAX_PATH:
-        current, found, verified = chain[path[-1]], None, False
-        for j, candidate in enumerate(chain):
-            if j in path:
-                continue
-            verdict = issued(current, candidate)
-            if verdict is True or (verdict is None and found is None):
-                found, verified = j, verdict is True
-                if verified:
-                    break
+        current, taken = chain[path[-1]], [chain[p] for p in path]
+        found = openssl_pick([j for j, c in enumerate(chain)   # (a copy of one taken: no)
+                              if c not in taken and may_issue(current, c)], chain, now)
         if found is None:
             break
-        if not verified:
+        verdict = issued(current, chain[found])
+        if verdict is None:
             unchecked.append((path[-1], found))
+        elif verdict is False:
+            unsigned.append((path[-1], found))
         path.append(found)
     cut = len(path) == MAX_PATH and not self_signed(chain[path[-1]])
-    return ChainPath(tuple(path), tuple(unchecked), cut)
+    return ChainPath(tuple(path), tuple(unchecked), cut, tuple(unsigned))
 
 
 def may_issue(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
@@ -230,8 +258,9 @@ def by_names(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...
             path.append(anchor)
             broken = [i for i in range(len(path) - 1) if issued(path[i], path[i + 1]) is False]
             return (path, broken[0]) if broken else None
-        following = next((c for c in chain if c not in path and may_issue(current, c)), None)
-        if following is None:
+        picked = openssl_pick([j for j, c in enumerate(chain)
+                               if c not in path and may_issue(current, c)], chain, now)
+        if picked is None:
             return None
-        path.append(following)
+        path.append(chain[picked])
     return None

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 from cryptography import x509
 
+from tlsprobe.engine.certtwin import parsed_twin
 from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.files import UnreadableFile, read_bounded
 from tlsprobe.model.pubkey import load_certificate
@@ -51,14 +52,27 @@ def _load(path: str, stamp: tuple[float, int, int]
                 warnings.simplefilter("ignore")
                 certs.extend(x509.load_pem_x509_certificates(marker + block))
         except ValueError:
-            unparsed += _pem_outlined(block)
+            _twin_or_unparsed(_pem_outlined(block), certs, unparsed)
             continue
     if not certs and data and marker not in data:
         try:
             certs.append(load_certificate(data))
         except ValueError:
-            unparsed += [data] if has_certificate_shape(data) else []
+            _twin_or_unparsed([data] if has_certificate_shape(data) else [], certs, unparsed)
     return tuple(certs), tuple(unparsed)
+
+
+def _twin_or_unparsed(ders: list[bytes], certs: list[x509.Certificate],
+                      unparsed: list[bytes]) -> None:
+    """Each of `ders` (refused by cryptography) read through its twin in DER when it is
+    refused only for BER lengths or critical flags OpenSSL reads (certtwin.parsed_twin:
+    its signature checked over the bytes as sent), else kept as unparsed."""
+    for der in ders:
+        twin = parsed_twin(der, pinned=True, odd_times=True)
+        if twin is None:
+            unparsed.append(der)
+        else:
+            certs.append(twin)
 
 
 def _pem_outlined(block: bytes) -> list[bytes]:

@@ -250,7 +250,10 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     try:
         cert = load_certificate(der)
     except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
-        return _unparsed_info(der, exc, digest, sha1)
+        in_der = _in_der(der)
+        if in_der is None:
+            return _unparsed_info(der, exc, digest, sha1)
+        cert = in_der
     bits: int | None
     try:
         key_type, bits = _key_kind(public_key(cert), pss_only(cert))
@@ -268,6 +271,19 @@ def _certificate_info(der: bytes) -> CertificateInfo:
         not_after=cert.not_valid_after_utc.isoformat(),
         serial=f"{cert.serial_number:x}", sha256=digest, san=_san(cert), sha1=sha1,
         **_extension_facts(cert))
+
+
+def _in_der(der: bytes) -> Certificate | None:
+    """A certificate refused for its BER lengths alone, read in DER (OpenSSL reads those
+    lengths: wire/spki.der_certificate); None for any other."""
+    from cryptography.x509 import InvalidVersion
+
+    from tlsprobe.model.pubkey import load_certificate
+    from tlsprobe.wire.spki import der_certificate
+    try:
+        return load_certificate(der_certificate(der))
+    except (ValueError, InvalidVersion):   # (no ValueError: X.509 v2, v4+)
+        return None
 
 
 #: what a certificate `cryptography` does not parse shows where its names would be

@@ -20,7 +20,7 @@ from tlsprobe.engine.client import ClientHandshake, HandshakeFailure, Limits
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.engine.interface import Handshake
 from tlsprobe.errors import FailureKind, NetworkError
-from tlsprobe.escaping import quoted_bytes
+from tlsprobe.escaping import quoted_bytes, wire_text
 from tlsprobe.kex.dhprime import WorkDeadline, work_deadline
 from tlsprobe.model.encode import started_at
 from tlsprobe.model.probe import ProbeResult, Verification
@@ -136,7 +136,7 @@ def _http_exchange(conv: _Conversation, options: ProbeOptions, target: Target) -
     line = line.rstrip(b"\r")
     if not line.startswith(b"HTTP/"):   # an SMTP banner of an implicit-TLS port, say
         return f"not HTTP: the server answered {quoted_bytes(line)}"
-    return line.decode("latin-1")[:200]
+    return wire_text(line[:200])   # a value from the network, as every one is
 
 
 def _status_line_read(engine: ClientHandshake) -> bool:

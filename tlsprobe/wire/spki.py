@@ -19,6 +19,8 @@ signature is still checked.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 _SEQUENCE, _SET, _INTEGER, _BIT_STRING, _OID, _VERSION = 0x30, 0x31, 0x02, 0x03, 0x06, 0xA0
 _BOOLEAN, _OCTET_STRING, _UTC_TIME, _GENERALIZED_TIME = 0x01, 0x04, 0x17, 0x18
 #: id-ecPublicKey (RFC 5480 2.1.1)
@@ -74,28 +76,36 @@ def oid_text(value: bytes) -> str:
 _MAX_NEST = 30
 
 
+@lru_cache(maxsize=8)
+def _ends(der: bytes) -> dict[int, tuple[int, int]]:
+    """The indefinite-length elements of `der` already read: their position -> (end of
+    their contents, how deep indefinite lengths nest inside them, themselves included).
+    Each is read once per buffer, however many readers walk it and from whatever depth: a
+    reading of a hostile certificate is linear in its size, not in its size times its
+    depth (a 500 kB certificate of 24 nested indefinite lengths took 1.6 s)."""
+    return {}
+
+
 def ber_element(der: bytes, at: int, end: int, depth: int = 0) -> tuple[int, int, int, int]:
     """(tag, start of the contents, end of the contents, end of the element) of the BER
     element at `at`, as OpenSSL's ASN1_get_object reads one: a length in the short form,
     a long form of any count of bytes whose value (leading zeros skipped) fits 8 bytes, or
     indefinite (0x80: a constructed element whose contents end at an end-of-contents
-    00 00). ValueError when it does not fit before `end`."""
+    00 00, nested at most 30 deep below `depth`). ValueError when it does not fit before
+    `end`."""
     if at + 2 > end:
         raise ValueError("truncated BER element")
     tag, first = der[at], der[at + 1]
-    at += 2
     if first == 0x80:
         if not tag & 0x20:
             raise ValueError("an indefinite length on a primitive element")
-        if depth >= _MAX_NEST:
+        stop, height = _indefinite(der, at, end)
+        if depth + height > _MAX_NEST:
             raise ValueError("indefinite lengths nested too deep")
-        pos = at
-        while True:
-            if pos + 2 > end:
-                raise ValueError("an indefinite length without its end-of-contents")
-            if der[pos] == der[pos + 1] == 0:
-                return tag, at, pos, pos + 2
-            pos = ber_element(der, pos, end, depth + 1)[3]
+        if stop + 2 > end:
+            raise ValueError("an indefinite length without its end-of-contents")
+        return tag, at + 2, stop, stop + 2
+    at += 2
     length = first
     if first > 0x80:
         count = first & 0x7F
@@ -109,6 +119,40 @@ def ber_element(der: bytes, at: int, end: int, depth: int = 0) -> tuple[int, int
     if at + length > end:
         raise ValueError("BER element longer than its container")
     return tag, at, at + length, at + length
+
+
+#: an indefinite-length element is remembered once its contents are this long (a short
+#: one is read again at little cost; a hostile run of them fills no memory)
+_REMEMBERED = 256
+
+
+def _indefinite(der: bytes, at: int, end: int, depth: int = 0) -> tuple[int, int]:
+    """(end of the contents, nesting height) of the indefinite-length element at `at`
+    (`depth` below the reading's first), a long one read once per buffer (`_ends`);
+    ValueError when its end-of-contents is not before `end` or it nests too deep."""
+    ends = _ends(der)
+    known = ends.get(at)
+    if known is None:
+        if depth >= _MAX_NEST:
+            raise ValueError("indefinite lengths nested too deep")
+        pos, height = at + 2, 1
+        while True:
+            if pos + 2 > len(der):
+                raise ValueError("an indefinite length without its end-of-contents")
+            if der[pos] == der[pos + 1] == 0:
+                break
+            if der[pos + 1] == 0x80 and der[pos] & 0x20:
+                stop, inner = _indefinite(der, pos, len(der), depth + 1)
+                height = max(height, inner + 1)
+                pos = stop + 2
+            else:
+                pos = ber_element(der, pos, len(der))[3]
+        known = (pos, height)
+        if pos - at > _REMEMBERED:
+            ends[at] = known
+    if known[0] + 2 > end:
+        raise ValueError("an indefinite length without its end-of-contents")
+    return known
 
 
 def _expect(der: bytes, at: int, end: int, tag: int) -> tuple[int, int, int]:
@@ -326,6 +370,20 @@ def _shortest(der: bytes, at: int, end: int, depth: int = 0, *, key_too: bool) -
     return bytes(out)
 
 
+#: rsaEncryption and id-RSASSA-PSS: keys whose subjectPublicKey holds DER elements
+_RSA_KEYS = frozenset({"1.2.840.113549.1.1.1", "1.2.840.113549.1.1.10"})
+
+
+def der_certificate(der: bytes) -> bytes:
+    """A certificate that has a certificate's outline (`certificate_shape`) with every
+    length definite and in its shortest form, an RSA key's own lengths too: the same
+    certificate for OpenSSL, which reads BER lengths, in the form `cryptography` loads.
+    Its signature holds over the bytes as sent only (`signed_parts` of `der`). ValueError
+    as `certificate_shape`."""
+    certificate_shape(der)
+    return _shortest(der, 0, len(der), key_too=spki_algorithm(der) in _RSA_KEYS)
+
+
 def der_length(n: int) -> bytes:
     """The DER encoding of a length `n` (X.690 8.1.3: short form below 128, else the
     shortest long form)."""
@@ -350,7 +408,7 @@ def ec_explicit_parameters(der: bytes) -> bool:
     return found is not None and found[0] == _SEQUENCE
 
 
-__all__ = ["EC_PUBLIC_KEY", "ber_element", "certificate_shape", "der_children", "der_element", "der_length",
+__all__ = ["EC_PUBLIC_KEY", "ber_element", "certificate_shape", "der_certificate", "der_children", "der_element", "der_length",
            "ec_explicit_parameters", "ec_named_curve", "extension_oids", "has_certificate_shape",
            "oid_text", "signed_parts",
            "spki_algorithm", "subject_name", "subject_public_key_info"]

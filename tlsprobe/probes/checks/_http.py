@@ -5,9 +5,10 @@ The connection offers ALPN http/1.1 and the versions the audit found spoken, com
 handshake with the engine, sends `GET / HTTP/1.1` with Host, `Accept-Encoding: gzip,
 deflate, br` (so that a compressing server says so: BREACH) and `Connection: close`, and
 reads until the end of the headers, at most MAX_HEAD bytes (16 KiB) and by the connection's
-deadline. The answer is a `Response` (status line and headers, as latin-1 text; the checks
-show them escaped), or why there is none: `NotHttp` when the server answered with bytes that
-are not HTTP (the checks are then not applicable), a str when nothing conclusive came back.
+deadline. The answer is a `Response` (status line and headers as every network value is,
+escaping.wire_text: a byte outside ASCII as \\xNN, each output escaping controls its own
+way), or why there is none: `NotHttp` when the server answered with bytes that are not
+HTTP (the checks are then not applicable), a str when nothing conclusive came back.
 
 Redirects within the target are followed (_location.py): an answer 301, 302, 303, 307 or 308
 whose Location (relative or absolute) stays on the same scheme (https), host and port is
@@ -24,6 +25,7 @@ answer: not followed, and the checks read that redirect answer itself, saying wh
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -31,6 +33,7 @@ from tlsprobe._version import __version__
 from tlsprobe.engine.client import ClientHandshake, HandshakeFailure
 from tlsprobe.engine.config import ClientConfig
 from tlsprobe.errors import NetworkError
+from tlsprobe.escaping import quoted_bytes, wire_text
 from tlsprobe.model.check_details import RedirectHop
 from tlsprobe.model.checks import CheckResult, Verdict
 from tlsprobe.net.driver import Progress, adrive
@@ -133,7 +136,8 @@ class Response:
 
 @dataclass(frozen=True)
 class NotHttp:
-    """The server answered, but not with HTTP: its first bytes (raw, for escaping)."""
+    """The server answered, but not with HTTP: its first bytes, quoted and escaped as every
+    message quotes network bytes (escaping.quoted_bytes)."""
 
     first: str
 
@@ -144,16 +148,29 @@ def parse_head(data: bytes) -> Response | NotHttp | str:
     text = head.decode("latin-1")
     lines = text.replace("\r\n", "\n").split("\n")
     if not lines[0].startswith("HTTP/"):
-        return NotHttp(text[:120])
+        return NotHttp(quoted_bytes(head, 120))
     if b"\r\n\r\n" not in data and b"\n\n" not in data:
         cut_at = "cut at 16 KiB" if len(data) >= MAX_HEAD else "cut by the server"
-        return f"the headers did not end ({cut_at}): {lines[0][:120]}"
+        return f"the headers did not end ({cut_at}): {_value(lines[0][:120])}"
     headers = []
     for line in lines[1:]:
         name, sep, value = line.partition(":")
         if sep:
-            headers.append((name.strip().lower(), value.strip()))
-    return Response(lines[0][:200], tuple(headers))
+            headers.append((_value(name.strip().lower()), _value(value.strip())))
+    return Response(_value(lines[0][:200]), tuple(headers))
+
+
+def _value(text: str) -> str:
+    """Latin-1 text of the server's bytes as a value's text, as every network value is
+    (escaping.wire_text: ASCII as is, a backslash doubled, another byte as \\xNN;
+    controls kept, for each output to escape its own way)."""
+    return wire_text(text.encode("latin-1"))
+
+
+def _latin(text: str) -> str:
+    """The latin-1 text of the bytes a `_value` stands for (a Location to follow)."""
+    return re.sub(r"\\(\\|x[0-9a-f]{2})",
+                  lambda m: "\\" if m[1] == "\\" else chr(int(m[1][1:], 16)), text)
 
 
 def _want_more(data: bytes) -> bool:
@@ -231,7 +248,7 @@ async def _exchange(ctx: CheckContext) -> Response | NotHttp | str:
         return got
     asked = {"/"}
     while got.location is not None:
-        path = follow(got.path, got.location, host, ctx.runner.target.port)
+        path = follow(got.path, _latin(got.location), host, ctx.runner.target.port)
         if path.why is not None:
             return _unfollowed(got, path.why)
         if path.path in asked:
@@ -267,7 +284,7 @@ async def http_response(ctx: CheckContext) -> Response | CheckResult:
     got = await response(ctx)
     if isinstance(got, NotHttp):
         return ctx.result(Verdict.not_applicable, "the server does not speak HTTP: it "
-                          f"answered \"{got.first}\"")
+                          f"answered {got.first}")
     if isinstance(got, str):
         return ctx.inconclusive(got)
     return got

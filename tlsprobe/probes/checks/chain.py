@@ -12,8 +12,9 @@ certificate checks' shared connection (_cert_chain.py); the trust store is the s
 its own. Every other chain (another key type's) is judged too, as the cert phase's
 connection got it (_every_chain.py).
 
-The path: from the leaf, each next certificate is a sent one whose subject is the current
-one's issuer and whose key verifies its signature (`verify_directly_issued_by`), until a
+The path: from the leaf, each next certificate is the sent one OpenSSL takes for the current
+one's issuer (engine/chainpath.follow: names, key identifier, key family, the first within
+its dates; one whose key did not sign is noted, the trust verdict's 7), until a
 self-signed certificate or none. The path is complete when it reaches the trust store as
 the trust verdict's does (engine/chain.trusted_path: OpenSSL without -partial_chain anchors
 only at a self-signed store certificate, through the store's own issuers of a store
@@ -30,13 +31,16 @@ that root is trusted is the trust verdict's question). Verdicts:
   - none: not vulnerable;
   - a self-signed leaf: not applicable (no issuer to send);
   - no trust store to judge against and the path ends at a certificate whose issuer was not
-    sent: inconclusive; a certificate that does not parse: inconclusive.
+    sent: inconclusive; a certificate that does not parse: inconclusive; an issuer missing
+    that may be a store certificate cryptography cannot parse (OpenSSL may read it): not
+    said incomplete (inconclusive, unless another problem stands).
 """
 
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from cryptography import x509
 
@@ -49,6 +53,8 @@ from tlsprobe.engine.chainpath import (
     self_signed,
     store_issuer,
 )
+from tlsprobe.engine.chainunparsed import store_may_hold_issuer
+from tlsprobe.engine.truststore import unparsed_certificates
 from tlsprobe.model.check_details import ChainDetails
 from tlsprobe.model.checks import CheckResult, Severity, Verdict
 from tlsprobe.probes.checks._cert_chain import Served, trust_anchors
@@ -93,6 +99,8 @@ def chain_facts(chain: list[x509.Certificate],
     path, cut = list(walk.indexes), walk.cut
     notes = [f"the signature of certificate {i} by certificate {j} could not be checked "
              "here (its algorithm is refused): the names match" for i, j in walk.unchecked]
+    notes += [f"certificate {i} is not signed by certificate {j}, which OpenSSL takes for its "
+              "issuer (the trust verdict says 7)" for i, j in walk.unsigned]
     last = chain[path[-1]]
     root = self_signed(last) and len(path) > 1
     if cut:
@@ -193,6 +201,10 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
         return ctx.inconclusive(f"a certificate of the chain does not parse: {exc}")
     anchors, store, why = trust_anchors(ctx)
     f = chain_facts(chain, anchors)
+    unsure = _store_may_complete(got.chain, f, anchors, store)
+    if unsure is not None:   # the missing issuer may be a store certificate OpenSSL reads
+        f = replace(f, missing_issuer=None, store_top=None, complete=None,
+                    notes=(*f.notes, unsure))
     details = ChainDetails(f.subjects, f.path, f.complete, f.missing_issuer, f.extra,
                            f.ordered, f.anchor_sent, store)
     evidence = tuple(f"sent {i}: {s}" for i, s in enumerate(f.subjects)) + \
@@ -205,6 +217,8 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
         worst = max((s for s, _ in problems), key=list(Severity).index)
         return ctx.result(Verdict.vulnerable, "; ".join(p for _, p in problems), evidence,
                           severity=worst, details=details)
+    if unsure is not None:
+        return ctx.inconclusive(unsure, evidence, details)
     if f.complete is None:
         return ctx.inconclusive(f"the chain ends at {f.subjects[f.path[-1]]}, issued by "
                                 f"{_name(chain[f.path[-1]].issuer)}, which was not sent; "
@@ -218,6 +232,26 @@ async def judge(ctx: CheckContext, got: Served) -> CheckResult:
     return ctx.result(Verdict.not_vulnerable, f"complete and in order: {len(f.path)} "
                       f"certificate{'' if len(f.path) == 1 else 's'} from the leaf to the "
                       f"trust store {store}", evidence, details=details)
+
+
+def _store_may_complete(ders: Sequence[bytes], f: ChainFacts,
+                        anchors: tuple[x509.Certificate, ...] | None,
+                        store: str | None) -> str | None:
+    """Why an issuer said missing may be in the trust store after all: a certificate there
+    that cryptography cannot parse but OpenSSL may read, whose subject may be the issuer
+    sought (engine/chainunparsed.store_may_hold_issuer); None when none may be."""
+    if f.missing_issuer is None or anchors is None or store is None:
+        return None
+    try:
+        unparsed = unparsed_certificates(store)
+    except (OSError, ValueError):
+        return None
+    if not unparsed or not store_may_hold_issuer(ders, unparsed, anchors):
+        return None
+    many = f"{len(unparsed)} certificates" if len(unparsed) > 1 else "a certificate"
+    return (f"the issuer {f.missing_issuer} was found neither sent nor in the trust store "
+            f"{store}, but the store holds {many} cryptography cannot parse, which OpenSSL "
+            "may read: whether the chain is complete cannot be told")
 
 
 CHECK = ActiveCheck("chain", "certificate chain order and completeness", run, ChainDetails)
