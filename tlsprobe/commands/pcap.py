@@ -28,6 +28,7 @@ from tlsprobe.report.escape import shown
 if TYPE_CHECKING:
     from tlsprobe.capture.live import LiveCapture
     from tlsprobe.capture.ring import RingWriter
+    from tlsprobe.commands.pcap_live import Reading
     from tlsprobe.commands.pcap_output import Output
     from tlsprobe.model.capture import (
         BriefReport,
@@ -234,12 +235,12 @@ class _Sinks:
 
 def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
               output: Output, sinks: _Sinks, limit: int | None = None,
-              interruptible: bool = False, whole: bool = True) -> CaptureSummary:
+              whole: bool = True) -> CaptureSummary:
     """Report the connections of one opened capture (the first `limit` only: -c); its
     summary (with `reported`; not `complete` when -c stopped the reading of a file or of
     stdin; `whole` False: a live capture, which ends where it is stopped, by -c too).
-    `interruptible` (a capture still coming: stdin, --follow): Ctrl-C ends the reading, and
-    what was read is summarised."""
+    (Ctrl-C and SIGTERM stop a capture still coming, stdin or --follow, through its
+    analysis's `stop`: the iteration then ends as at a deadline.)"""
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -250,29 +251,24 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     emitting = output.per_report
     close = getattr(analysis, "close", None)   # (a worker's capture is read already)
     cut = False     # stopped by -c before the end: the file was not read whole
-    try:
-        for report, trace in analysis:
-            if filtering:
-                if not passes(flt, report):
-                    continue
-                reported_ids.add(report.id)
-            reported += 1
-            if counting:
-                stats.add(report)
-            else:
-                stats.connections += 1
-            if files:
-                sinks.to_files(name, report)
-            if emitting:
-                emit(report, trace)
-            if reported == limit and close is not None:
-                close()   # -c N: the rest is not read; the summary is made now
-                cut = True
-                break
-    except KeyboardInterrupt:
-        if not interruptible or close is None:
-            raise
-        close()   # Ctrl-C: what was read is summarised (exit 0)
+    for report, trace in analysis:
+        if filtering:
+            if not passes(flt, report):
+                continue
+            reported_ids.add(report.id)
+        reported += 1
+        if counting:
+            stats.add(report)
+        else:
+            stats.connections += 1
+        if files:
+            sinks.to_files(name, report)
+        if emitting:
+            emit(report, trace)
+        if reported == limit and close is not None:
+            close()   # -c N: the rest is not read; the summary is made now
+            cut = True
+            break
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
@@ -283,9 +279,10 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
 
 
 def _read_all(request: CaptureRequest, opened: Iterator[Opened], output: Output, sinks: _Sinks,
-              args: argparse.Namespace, streaming: bool) -> tuple[bool, bool]:
+              args: argparse.Namespace, reading: Reading) -> tuple[bool, bool]:
     """Every opened capture in turn, until -c N connections were reported: (a capture was
-    damaged, one could not be read)."""
+    damaged, one could not be read). A capture a signal stopped (`reading`) is not
+    `complete`, and a note says why."""
     from tlsprobe.model.capture import CaptureSummary
     broken = unreadable = False
     left = args.count
@@ -297,8 +294,11 @@ def _read_all(request: CaptureRequest, opened: Iterator[Opened], output: Output,
             unreadable = True
             summary = CaptureSummary.unreadable(name, error or "")
         else:
-            summary = _read_one(name, analysis, request.filter, output, sinks,
-                                left, streaming)
+            summary = _read_one(name, analysis, request.filter, output, sinks, left)
+            note = reading.stopped_note()
+            if note is not None:
+                summary = dataclasses.replace(summary, complete=False,
+                                              notes=(*summary.notes, note))
             broken = _warn(name, summary, args.full) or broken
             left = None if left is None else left - summary.reported
         sinks.summaries.append(summary)
@@ -337,14 +337,14 @@ def run(args: argparse.Namespace) -> int:
     output = Output(args, sys.stdout, streaming=streaming)
     bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
                      and not request.follow)
-    opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     with pcap_live.interrupted_by_signals(streaming) as reading:
+        opened = _opened(request, options, bar, reading)
         try:
-            broken, unreadable = _read_all(request, opened, output, sinks, args, streaming)
+            broken, unreadable = _read_all(request, opened, output, sinks, args, reading)
         finally:
             reading.ended = True
             opened.close()  # stopped early: the worker processes go too
@@ -439,12 +439,13 @@ def _pipe_min_bytes(jobs: int | None, count: int | None = None) -> int | None:
     return None if jobs == 1 else 0
 
 
-def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
-            ) -> Generator[Opened, None, None]:
+def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar,
+            reading: Reading) -> Generator[Opened, None, None]:
     """(analysis, None) or (None, why it cannot be read) per file, in order: opened here one
     after another by the one-file reader (requests/capture.py; the analysis streams as the
     loop reads it), or read whole by --jobs worker processes or on the --scheduler's Dask
-    workers (survey/captures.py)."""
+    workers (survey/captures.py). Each analysis opened here is `reading`'s target: the one
+    a signal stops."""
     if request.parallel:
         from tlsprobe.survey import captures
         yield from captures.read_in_order(list(request.files), options, request.filter,
@@ -467,6 +468,7 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
             # Ctrl-C or SIGTERM before the header of a capture still coming (stdin, a
             # followed file still empty): its summary, as a stop by --duration gives
             opened = None, "stopped before the capture's header came: nothing was read"
+        reading.target = opened[0]
         yield opened
 
 

@@ -450,6 +450,14 @@ class CaptureAnalysis:
             self.tls_connections += 1
             yield done
 
+    def stop(self) -> None:
+        """End the reading of a capture still being written (stdin, --follow) as its
+        deadline would: the connections still open are then reported, as at the end of a
+        cut capture, and the iteration ends. Safe in a signal handler (Ctrl-C, SIGTERM):
+        it only tells the input (capture/streaming.py). No effect on other captures."""
+        if self._streaming is not None:
+            self._streaming.stop()
+
     def close(self) -> None:
         """Release what the analysis holds, also when the caller stops early (a `head`,
         --limit, an exception): per-connection state goes (partial messages stop counting
