@@ -161,3 +161,60 @@ def test_a_stop_reports_every_connection_in_every_format(fmt: str, tmp_path: Pat
         text = csv.read_text() if fmt == "csv" else out
         assert "(no ServerHello)" in text and "TLS 1.2" in text, text
     assert f"tlsprobe: note: <stdin>: {STOPPED_NOTE} SIGTERM" in err, err
+
+
+def many_connections(path: Path, count: int) -> int:
+    """A capture FILE of `count` TLS 1.3 connections (one recorded connection, its client
+    port changed for each); its number of connections."""
+    packets = list(read_packets(CAPTURES / "tls13_x25519.pcap"))
+    client = struct.unpack(">H", packets[0][3][34:36])[0]
+    out = [PCAP_HEADER]
+    for index in range(count):
+        port = struct.pack(">H", 1024 + index)
+        for _frame, ts, _lt, data, orig in packets:
+            frame = bytearray(data)
+            for offset in (34, 36):   # the TCP ports after Ethernet and IPv4 headers
+                if struct.unpack(">H", frame[offset:offset + 2])[0] == client:
+                    frame[offset:offset + 2] = port
+            when = ts + index * 0.01
+            sec = int(when)
+            out.append(struct.pack("<IIII", sec, round((when - sec) * 1e6), len(frame), orig)
+                       + frame)
+    path.write_bytes(b"".join(out))
+    return count
+
+
+@pytest.mark.parametrize("jobs, sig", [("2", signal.SIGTERM), ("2", signal.SIGINT),
+                                       ("1", signal.SIGTERM)])
+def test_a_stop_while_a_file_is_read_reports_what_was_read(jobs: str, sig: int,
+                                                           tmp_path: Path) -> None:
+    """A capture FILE read by two processes (--jobs 2: the reader in the second, pipe.py)
+    or one: the output waits on a pipe this test does not read yet, so the reading is
+    under way when the signal comes. The connections read so far are reported, the
+    record says the file was not read whole and a note names the signal, exit 130 (it
+    was: SIGTERM killed the process with no record, and SIGINT gave 'interrupted' with no
+    record; the second process ran on)."""
+    total = many_connections(tmp_path / "many.pcap", 2000)
+    proc = start([str(tmp_path / "many.pcap"), "--jsonl", "--jobs", jobs], subprocess.DEVNULL)
+    assert proc.stdout is not None
+    until(lambda: "pipe_write" in Path(f"/proc/{proc.pid}/wchan").read_text(), proc)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    assert len(children) == (1 if jobs == "2" else 0), children
+    proc.send_signal(sig)
+    try:
+        out, err = proc.communicate(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the signal did not end the reading")
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130, (proc.returncode, err)
+    lines = [json.loads(line) for line in out.splitlines()]
+    record = lines[-1]
+    assert record["kind"] == "capture", record
+    rows = [line for line in lines if line["kind"] == "connection"]
+    assert 0 < record["reported"] == len(rows) < total
+    assert record["complete"] is False
+    assert any(STOPPED_NOTE in note for note in record["notes"]), record["notes"]
+    time.sleep(0.2)
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], children

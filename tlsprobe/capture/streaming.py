@@ -27,12 +27,14 @@ import select
 import stat
 import sys
 import time
+from typing import BinaryIO
 
 from tlsprobe.capture.events import CaptureError
 from tlsprobe.capture.source import read_fully
 from tlsprobe.errors import os_error_text
 
-__all__ = ["POLL", "FdStream", "FollowedFile", "open_stdin", "streaming_source"]
+__all__ = ["DRAIN", "POLL", "FdStream", "FinishedFile", "FollowedFile", "open_finished",
+           "open_stdin", "streaming_source"]
 
 #: seconds between two looks at a followed file's size when nothing new was there
 POLL = 0.05
@@ -214,3 +216,76 @@ class FollowedFile(FdStream):
             return ("the file was replaced by another while followed (rotated?): "
                     "reading stopped at the end of the old one")
         return None
+
+
+def open_finished(path: str) -> FinishedFile | FdStream:
+    """A capture FILE (not stdin, not --follow) opened so that `stop()` can end its
+    reading: a regular file as a `FinishedFile`; a FIFO or device (`<(tcpdump -w -)`) as
+    an `FdStream`, whose wait for input a stop wakes. CaptureError (one line, as
+    source.open_source says it) when it cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise CaptureError(f"cannot open {path}: {os_error_text(exc)}") from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        return FdStream(fd, path, owned=True)
+    return FinishedFile(os.fdopen(fd, "rb"), path)
+
+
+class FinishedFile:
+    """A regular capture file read in chunks, with the count of bytes read (the progress
+    bar's, mirrored by pipe.py) and `stop()` (Ctrl-C, SIGTERM: safe in a signal handler):
+    the next read then gives b"" and `stopped` is True, as at the deadline of a capture
+    still coming, so the connections open then are reported as at the end of a cut
+    capture. The stop is a byte in a pipe: a forked reader process (pipe.py), which holds
+    its own copy of this object, sees it too (one zero-timeout `select` per chunk)."""
+
+    def __init__(self, raw: BinaryIO, name: str) -> None:
+        self._raw = raw
+        self.name = name
+        self.count = 0
+        self.stopped = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    # a Network Monitor capture reads its frame table first (source.OpenedSource.read_at)
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        return self._raw.seek(offset, whence)
+
+    def stop(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except OSError:    # full (stopped already) or closed (the reading is over)
+            pass
+
+    def read(self, n: int = -1, /) -> bytes:
+        if not self.stopped and self._wake_r >= 0 and \
+                select.select([self._wake_r], [], [], 0)[0]:
+            self.stopped = True
+        if self.stopped:
+            return b""
+        data = self._raw.read(n)
+        self.count += len(data)
+        return data
+
+    def close(self) -> None:
+        if self._wake_r >= 0:
+            wake = self._wake_r, self._wake_w
+            self._wake_r = self._wake_w = -1
+            for fd in wake:
+                os.close(fd)
+        self._raw.close()

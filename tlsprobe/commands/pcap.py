@@ -22,7 +22,13 @@ import time
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING
 
-from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
+from tlsprobe.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+)
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
@@ -341,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
-    with pcap_live.interrupted_by_signals(streaming) as reading:
+    with pcap_live.interrupted_by_signals(not request.parallel, streaming) as reading:
         opened = _opened(request, options, bar, reading)
         try:
             broken, unreadable = _read_all(request, opened, output, sinks, args, reading)
@@ -362,6 +368,8 @@ def run(args: argparse.Namespace) -> int:
             from tlsprobe.commands.common import written_to
             with written_to("--plot", args.plot):
                 sinks.timeline.write(args.plot)
+    if reading.signal is not None and not streaming:
+        return EXIT_INTERRUPTED   # a capture FILE not read to its end: reported as far as read
     if unreadable:
         return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
@@ -454,6 +462,8 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar,
     from tlsprobe.offline.analyzer import Progress
     from tlsprobe.requests.capture import open_capture
     for path in request.files:
+        if reading.signal is not None:
+            return   # stopped by a signal: the other files are not read
         name = "<stdin>" if path == "-" else path
         update = bar.start(name)
         # a capture still being written: each connection reported when its handshake is

@@ -142,12 +142,13 @@ class StopSignals:
 
 
 @contextmanager
-def interrupted_by_signals(active: bool) -> Iterator[Reading]:
-    """For a capture still coming (stdin, --follow): Ctrl-C (SIGINT) and SIGTERM stop the
-    reading of the capture being read (`Reading.target`) as its --duration would: the
-    connections still open are reported, the summary follows (exit 0), also where the
-    process was started with SIGINT ignored (a background job of a shell without job
-    control, where Python leaves it ignored). Before a capture is open (its header has not
+def interrupted_by_signals(active: bool, streaming: bool = True) -> Iterator[Reading]:
+    """Ctrl-C (SIGINT) and SIGTERM stop the reading of the capture being read
+    (`Reading.target`) as a --duration would: the connections still open are reported,
+    the summary follows (for a capture still coming, `streaming`: stdin, --follow, exit 0,
+    also where the process was started with SIGINT ignored, a background job of a shell
+    without job control, where Python leaves it ignored; for capture FILEs the others are
+    not read, exit 130, and an ignored SIGINT stays ignored). Before a capture is open (its header has not
     come) they raise KeyboardInterrupt, which the caller makes that capture's record; a
     second Ctrl-C interrupts at once (exit 130). Once the caller says the reading `ended`,
     until the block's end (the summary), there is nothing left to stop: a signal is let
@@ -169,7 +170,7 @@ def interrupted_by_signals(active: bool) -> Iterator[Reading]:
             return
         raise KeyboardInterrupt
 
-    with _on_stop_signals(interrupt):
+    with _on_stop_signals(interrupt, keep_ignored=not streaming):
         yield reading
 
 
@@ -198,9 +199,14 @@ class Reading:
 
 
 @contextmanager
-def _on_stop_signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """`handler` for SIGINT and SIGTERM while the block runs, the previous handlers after."""
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+def _on_stop_signals(handler: Callable[[int, FrameType | None], None],
+                     keep_ignored: bool = False) -> Iterator[None]:
+    """`handler` for SIGINT and SIGTERM while the block runs (`keep_ignored`: not for
+    one the process was started with ignored), the previous handlers after."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig, old in previous.items():
+        if not (keep_ignored and old == signal.SIG_IGN):
+            signal.signal(sig, handler)
     try:
         yield
     finally:
