@@ -20,7 +20,7 @@ import gc
 import sys
 import time
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from tlsprobe.errors import (
     EXIT_BAD_INPUT,
@@ -320,7 +320,6 @@ def run(args: argparse.Namespace) -> int:
     the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged or
     holds data that was not read (snaplen cuts, packets skipped: what could be read is
     reported), else 0."""
-    from tlsprobe.report.progress import CaptureBar
     if args.interface:
         return _run_live(args)
     if not args.files:
@@ -335,12 +334,20 @@ def run(args: argparse.Namespace) -> int:
         hint = " (the filters of a file's connections are --host, --port, --sni ...)" \
             if args.bpf is not None else ""
         raise UsageError(f"{flag} is for a live capture: with -i IFACE{hint}")
+    from tlsprobe.commands.pcap_output import whole_writes
+    with whole_writes(sys.stdout) as stdout:
+        return _run_files(args, stdout)
+
+
+def _run_files(args: argparse.Namespace, stdout: IO[str]) -> int:
+    """`run`'s reading of the capture files (or stdin), its output to `stdout`."""
     from tlsprobe.commands import pcap_live
+    from tlsprobe.report.progress import CaptureBar
     request, options = _options(args, pcap_live.deadline(args))
     streaming = pcap_live.streamed_input(args, request.files)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
-    output = Output(args, sys.stdout, streaming=streaming)
+    output = Output(args, stdout, streaming=streaming)
     bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
                      and not request.follow)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
@@ -368,6 +375,7 @@ def run(args: argparse.Namespace) -> int:
             from tlsprobe.commands.common import written_to
             with written_to("--plot", args.plot):
                 sinks.timeline.write(args.plot)
+        stdout.flush()   # while a signal still stops nothing (the default SIGTERM kills)
     if reading.signal is not None and not streaming:
         return EXIT_INTERRUPTED   # a capture FILE not read to its end: reported as far as read
     if unreadable:
@@ -385,24 +393,25 @@ def _run_live(args: argparse.Namespace) -> int:
     sinks = _Sinks(args)
     start = time.monotonic()
     signals = pcap_live.StopSignals()
-    with signals.installed():
+    from tlsprobe.commands.pcap_output import whole_writes
+    with signals.installed(), whole_writes(sys.stdout) as stdout:
         opened = pcap_live.open_live(args, options, ring)
         if isinstance(opened, str):
             print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
             sinks.close()
             return EXIT_USAGE
         signals.attach(opened[0])
-        return _capture_live(args, request, opened, sinks, start)
+        return _capture_live(args, request, opened, sinks, start, stdout)
 
 
 def _capture_live(args: argparse.Namespace, request: CaptureRequest,
                   opened: tuple[LiveCapture, CaptureAnalysis, RingWriter | None],
-                  sinks: _Sinks, start: float) -> int:
+                  sinks: _Sinks, start: float, stdout: IO[str]) -> int:
     """The opened live capture's rows, then its summary; the exit code."""
     from tlsprobe.commands import pcap_live
     from tlsprobe.commands.pcap_output import Output
     capture, analysis, writer = opened
-    output = Output(args, sys.stdout, streaming=True)
+    output = Output(args, stdout, streaming=True)
     try:
         pcap_live.report_start(capture)
         summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
