@@ -221,3 +221,47 @@ def test_a_stop_while_a_file_is_read_reports_what_was_read(jobs: str, sig: int,
     assert any(STOPPED_NOTE in note for note in record["notes"]), record["notes"]
     time.sleep(0.2)
     assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], children
+
+
+def test_sigterm_ends_a_scan_as_ctrl_c_does_with_what_was_printed(tmp_path: Path) -> None:
+    """`scan -f FILE --json`, stopped by SIGTERM (a CI job's timeout) while a target is
+    still being audited (a loopback listener that never answers): the targets reported
+    stay, "tlsprobe: interrupted" says the run did not finish, exit 130, as on Ctrl-C.
+    The default SIGTERM killed it with nothing said (exit -15)."""
+    import socket
+    refused = []
+    for _ in range(3):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            refused.append(probe.getsockname()[1])
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    targets = tmp_path / "targets.txt"
+    targets.write_text("".join(f"127.0.0.1:{port}\n" for port in
+                               [*refused, silent.getsockname()[1]]))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "scan", "-f", str(targets),
+                             "--json", "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=REPO)
+    assert proc.stdout is not None
+    try:
+        got = b""
+        deadline = time.monotonic() + DEADLINE
+        while got.count(b"\n") < 3 and time.monotonic() < deadline:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            got += chunk
+        assert got.count(b"\n") == 3, got
+        proc.send_signal(signal.SIGTERM)
+        rest, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        silent.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert err.decode().endswith("tlsprobe: interrupted\n"), err
+    lines = [json.loads(line) for line in (got + rest).splitlines()]
+    assert sorted(line["port"] for line in lines) == sorted(refused), lines
