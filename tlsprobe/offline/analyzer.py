@@ -435,9 +435,9 @@ class CaptureAnalysis:
             yield done
 
     def stop(self) -> None:
-        """End the reading of a capture still being written (stdin, --follow) as its
-        deadline would: the connections still open are then reported, as at the end of a
-        cut capture, and the iteration ends. Safe in a signal handler (Ctrl-C, SIGTERM):
+        """End the reading of the capture (stdin, --follow, a FILE) as a deadline would:
+        the connections still open are then reported, as at the end of a cut capture, and
+        the iteration ends. Safe in a signal handler (Ctrl-C, SIGTERM):
         it only tells the input (capture/streaming.py; a capture FILE too, also when read
         by a second process). No effect on a live capture (LiveCapture.stop)."""
         source = self._streaming or self._file
