@@ -15,6 +15,8 @@ from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
     from tlsprobe.model.capture import CaptureSummary, ReportText
     from tlsprobe.offline.stats import Statistics
 
@@ -35,6 +37,9 @@ class _WholeWrites(io.RawIOBase):
         super().__init__()
         self._fd = fd
         self.broken = False
+        #: a process forked from this one (a worker, pipe.py's reader) drops what its copy
+        #: of the buffer holds: this process writes it
+        self._owner = os.getpid()
 
     def writable(self) -> bool:
         return True
@@ -45,15 +50,18 @@ class _WholeWrites(io.RawIOBase):
     def isatty(self) -> bool:
         return os.isatty(self._fd)
 
-    def write(self, b: Any) -> int:   # Any: a bytes-like object (typeshed's Buffer)
+    def write(self, b: ReadableBuffer) -> int:
         view = memoryview(b).cast("B")
         size = len(view)
+        if os.getpid() != self._owner:
+            return size
         while view and not self.broken:
             try:
-                view = view[os.write(self._fd, view):]
+                written = os.write(self._fd, view)
             except BrokenPipeError:
                 self.broken = True
                 raise
+            view = view[written:]
         return size
 
 
