@@ -12,10 +12,11 @@ import argparse
 import atexit
 import gc
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from types import ModuleType
+from types import FrameType, ModuleType
 
 from tlsprobe.commands.common import ArgumentParser, command_parser, error_line, thaw
 from tlsprobe.errors import (
@@ -101,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not _EXIT_FREEZE:
         _EXIT_FREEZE.append(True)
         atexit.register(gc.freeze)
+    previous = _terminate_as_interrupt()
     try:
         return _main(argv)
     except KeyboardInterrupt:  # also while a command module is still being imported
@@ -112,6 +114,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return internal_error(exc)
     finally:
         thaw()      # what a command's start-up froze (commands/common.py start_up)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_as_interrupt() -> signal.Handlers | None:
+    """SIGTERM (a CI job's timeout, `kill PID`) ends a run as Ctrl-C does: the results
+    printed so far stay, "tlsprobe: interrupted" says the run did not finish, exit 130
+    (the default SIGTERM killed it with nothing said: a scan's or a survey's end simply
+    missing). Only where SIGTERM is at its default (a program that set its own, or
+    ignores it, keeps it) and in the main thread; the previous handler to set back, or
+    None. A process forked from this one (a worker) that gets SIGTERM ends as by default."""
+    if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return None
+    main_pid = os.getpid()
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != main_pid:   # a forked worker: the default end, quietly
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, terminated)
+    except ValueError:   # not the main thread (an in-process caller's)
+        return None
+    return signal.SIG_DFL
 
 
 def closed_pipe() -> int:

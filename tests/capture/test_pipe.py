@@ -395,12 +395,16 @@ def test_no_process_to_be_had_reads_in_one(many: Path,
     monkeypatch.setattr(os, "pipe", pipe)
     analysis = CaptureAnalysis(str(many), AnalyzerOptions(pipe_min_bytes=0))
     assert not isinstance(analysis.stream, PipedStream)
-    assert len(made) == 4
-    for fd in made:  # the pipes were closed
+    # the file's stop pipe (capture/streaming.py FinishedFile), then PipedStream's two
+    assert len(made) == 6
+    for fd in made[2:]:  # PipedStream's pipes were closed
         with pytest.raises(OSError):
             os.fstat(fd)
     reports = [r.to_dict() for r, _ in analysis]
     assert reports == [r.to_dict() for r, _ in CaptureAnalysis(str(many))]
+    for fd in made[:2]:  # and the stop pipe with the analysis
+        with pytest.raises(OSError):
+            os.fstat(fd)
 
 
 def test_reader_killed_is_one_error(many: Path) -> None:

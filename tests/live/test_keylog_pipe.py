@@ -121,3 +121,45 @@ def test_a_key_log_pipe_is_read_in_whole_lines_without_waiting(tmp_path: Path) -
         os.close(writer)
     assert log.secrets(b"\x03" * 32) is None      # the writer gone: nothing, at once
     assert time.monotonic() - started < 5
+
+
+def test_a_key_log_pipe_is_read_as_it_grows_not_only_at_a_miss(tmp_path: Path) -> None:
+    """`pcap - --keylog FIFO`: the key log's writer logs 400 KiB of keys of connections the
+    capture does not hold before the one it does. It was read only when a key was
+    missing, so its writer waited once the pipe held 64 KiB; now it is read as it grows,
+    and the connection that comes after is still decrypted with its key."""
+    from tests.live.test_stop_streams import PCAP_HEADER, records
+    fifo = tmp_path / "keys.fifo"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "tlsprobe", "pcap", "-", "--jsonl",
+                             "--keylog", str(fifo)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(PCAP_HEADER)
+        proc.stdin.flush()
+        writer = os.open(fifo, os.O_WRONLY)   # once tlsprobe holds it open for reading
+        os.set_blocking(writer, False)
+        other = "".join(f"CLIENT_RANDOM {index:064x} {'ab' * 48}\n" for index in range(2600))
+        pending = other.encode()
+        deadline = time.monotonic() + 20
+        while pending and time.monotonic() < deadline:
+            try:
+                pending = pending[os.write(writer, pending):]
+            except BlockingIOError:
+                time.sleep(0.02)
+        assert not pending, f"the key log's writer waited: {len(pending)} bytes not taken"
+        os.set_blocking(writer, True)
+        os.write(writer, (REPO / "captures" / "tls13_x25519.keys").read_bytes())
+        time.sleep(0.5)
+        out, err = proc.communicate(records("tls13_x25519"), timeout=30)
+        os.close(writer)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["kind"] for line in lines] == ["connection", "capture"], lines
+    assert lines[0]["decrypted"] is True, lines[0]

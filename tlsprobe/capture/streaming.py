@@ -7,7 +7,11 @@ see source.ChunkedInput) instead of waiting for a whole chunk, and still parse a
 across several short reads. Both sources honour a deadline, `stop_at` (a
 `time.monotonic()` value, e.g. `--duration`'s): no read waits past it; at the deadline the
 source ends as if the capture ended there (`stopped` is then True, and a packet cut short
-by the stop is not warned about as damage).
+by the stop is not warned about as damage). `stop()` (Ctrl-C, SIGTERM: safe in a signal
+handler) ends the reading the same way, at once: it wakes a read waiting on the input
+through a pipe of the stream's own (a handler that raised instead, inside the reader, cut
+the analysis off before the connections still open were reported). What the input holds
+already when the stop comes (written before it) is still read, up to `DRAIN` bytes.
 
 `FollowedFile` reads a growing file to its end, then waits (polling its size every
 `POLL` seconds: cheap, one fstat) for more, until the deadline. A file that gets shorter
@@ -23,15 +27,19 @@ import select
 import stat
 import sys
 import time
+from typing import BinaryIO
 
 from tlsprobe.capture.events import CaptureError
 from tlsprobe.capture.source import read_fully
 from tlsprobe.errors import os_error_text
 
-__all__ = ["POLL", "FdStream", "FollowedFile", "open_stdin", "streaming_source"]
+__all__ = ["DRAIN", "POLL", "FdStream", "FinishedFile", "FollowedFile", "open_finished",
+           "open_stdin", "streaming_source"]
 
 #: seconds between two looks at a followed file's size when nothing new was there
 POLL = 0.05
+#: bytes still read once stopped, of what the input held already (written before the stop)
+DRAIN = 1 << 20
 
 
 def _left(stop_at: float | None) -> float | None:
@@ -43,7 +51,8 @@ def _left(stop_at: float | None) -> float | None:
 
 class FdStream:
     """A pipe, FIFO, stdin or file read from its descriptor: `read1` returns what is
-    there (waiting, until `stop_at`, when nothing is), `read` loops to `n` bytes."""
+    there (waiting, until `stop_at` or `stop()`, when nothing is), `read` loops to `n`
+    bytes."""
 
     def __init__(self, fd: int, name: str, stop_at: float | None = None, *,
                  owned: bool = False) -> None:
@@ -53,26 +62,56 @@ class FdStream:
         self.stopped = False
         self.error: str | None = None
         self._owned = owned
+        self._asked = False      # stop() was called: what is there is drained, then the end
+        self._drained = 0
+        # stop()'s wake-up: a byte written there ends a wait on `fd` at once
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def stop(self) -> None:
+        """End the reading now, as at the deadline (safe in a signal handler: a flag and a
+        byte written to the wake-up pipe; a read waiting on the input returns)."""
+        self._asked = True
+        try:
+            os.write(self._wake_w, b"\0")
+        except OSError:    # full (stopped already) or closed (the reading is over)
+            pass
 
     def read1(self, n: int = -1, /) -> bytes:
         """Up to `n` bytes: at least one, or b"" at the end of the input or the deadline."""
         n = n if n > 0 else 1 << 16
-        while True:
-            if self.stopped:
-                return b""
-            if self.stop_at is not None:
-                left = _left(self.stop_at)
-                try:
-                    ready, _, _ = select.select([self.fd], [], [], left)
-                except InterruptedError:   # a signal without a handler raising: look again
-                    continue
-                if not ready:
-                    self.stopped = True
-                    return b""
+        while not self.stopped:
+            if self._asked:
+                return self._drain(n)
             try:
-                return os.read(self.fd, n)
-            except BlockingIOError:       # a non-blocking descriptor with nothing yet
-                select.select([self.fd], [], [], _left(self.stop_at))
+                ready, _, _ = select.select([self.fd, self._wake_r], [], [],
+                                            _left(self.stop_at))
+            except InterruptedError:   # a signal without a handler raising: look again
+                continue
+            if not ready:
+                self.stopped = True
+            elif self.fd in ready:
+                try:
+                    return os.read(self.fd, n)
+                except BlockingIOError:   # a non-blocking descriptor with nothing yet
+                    continue
+        return b""
+
+    def _drain(self, n: int) -> bytes:
+        """After stop(): what the input holds already (up to DRAIN bytes in all), without
+        waiting; b"" (and `stopped`) once it has nothing more."""
+        ready, _, _ = select.select([self.fd], [], [], 0)
+        data = b""
+        if ready and self._drained < DRAIN:
+            try:
+                data = os.read(self.fd, min(n, DRAIN - self._drained))
+            except BlockingIOError:
+                data = b""
+        self._drained += len(data)
+        if not data:
+            self.stopped = True
+        return data
 
     def read(self, n: int = -1, /) -> bytes:
         """`n` bytes, fewer only at the end of the input or the deadline."""
@@ -84,6 +123,11 @@ class FdStream:
         return read_fully(self.read1, n)
 
     def close(self) -> None:
+        if self._wake_r >= 0:
+            wake = self._wake_r, self._wake_w
+            self._wake_r = self._wake_w = -1   # (a stop() from now on writes nowhere)
+            for fd in wake:
+                os.close(fd)
         if self._owned:
             self._owned = False
             os.close(self.fd)
@@ -91,13 +135,13 @@ class FdStream:
 
 def streaming_source(source: str, follow: bool, stop_at: float | None) -> FdStream | None:
     """The source of a capture still being written that is to be followed (`follow`) or
-    stopped at a deadline, or None: `source` ("-" or a path) is opened as it is (stdin
-    without a deadline is read as it comes too, through its buffer)."""
+    read as it comes (stdin, which a deadline or `stop()` may end), or None: `source`
+    (a path) is opened as it is."""
     if follow:
         if source == "-":
             raise CaptureError("--follow reads a file: stdin is read as it comes without it")
         return FollowedFile(source, stop_at)
-    if source == "-" and stop_at is not None:
+    if source == "-":
         return open_stdin(stop_at)
     return None
 
@@ -131,10 +175,17 @@ class FollowedFile(FdStream):
     def read1(self, n: int = -1, /) -> bytes:
         n = n if n > 0 else 1 << 16
         while not self.stopped and self.error is None:
-            data = os.read(self.fd, n)
+            if self._asked and self._drained >= DRAIN:
+                self.stopped = True
+                break
+            data = os.read(self.fd, n if not self._asked else min(n, DRAIN - self._drained))
             if data:
                 self.position += len(data)
+                self._drained += len(data) if self._asked else 0
                 return data
+            if self._asked:       # stop(): what the file held is read
+                self.stopped = True
+                break
             self.error = self._changed()
             if self.error is not None:
                 break
@@ -165,3 +216,76 @@ class FollowedFile(FdStream):
             return ("the file was replaced by another while followed (rotated?): "
                     "reading stopped at the end of the old one")
         return None
+
+
+def open_finished(path: str) -> FinishedFile | FdStream:
+    """A capture FILE (not stdin, not --follow) opened so that `stop()` can end its
+    reading: a regular file as a `FinishedFile`; a FIFO or device (`<(tcpdump -w -)`) as
+    an `FdStream`, whose wait for input a stop wakes. CaptureError (one line, as
+    source.open_source says it) when it cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise CaptureError(f"cannot open {path}: {os_error_text(exc)}") from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        return FdStream(fd, path, owned=True)
+    return FinishedFile(os.fdopen(fd, "rb"), path)
+
+
+class FinishedFile:
+    """A regular capture file read in chunks, with the count of bytes read (the progress
+    bar's, mirrored by pipe.py) and `stop()` (Ctrl-C, SIGTERM: safe in a signal handler):
+    the next read then gives b"" and `stopped` is True, as at the deadline of a capture
+    still coming, so the connections open then are reported as at the end of a cut
+    capture. The stop is a byte in a pipe: a forked reader process (pipe.py), which holds
+    its own copy of this object, sees it too (one zero-timeout `select` per chunk)."""
+
+    def __init__(self, raw: BinaryIO, name: str) -> None:
+        self._raw = raw
+        self.name = name
+        self.count = 0
+        self.stopped = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    # a Network Monitor capture reads its frame table first (source.OpenedSource.read_at)
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET, /) -> int:
+        return self._raw.seek(offset, whence)
+
+    def stop(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except OSError:    # full (stopped already) or closed (the reading is over)
+            pass
+
+    def read(self, n: int = -1, /) -> bytes:
+        if not self.stopped and self._wake_r >= 0 and \
+                select.select([self._wake_r], [], [], 0)[0]:
+            self.stopped = True
+        if self.stopped:
+            return b""
+        data = self._raw.read(n)
+        self.count += len(data)
+        return data
+
+    def close(self) -> None:
+        if self._wake_r >= 0:
+            wake = self._wake_r, self._wake_w
+            self._wake_r = self._wake_w = -1
+            for fd in wake:
+                os.close(fd)
+        self._raw.close()

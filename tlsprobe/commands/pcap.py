@@ -20,14 +20,21 @@ import gc
 import sys
 import time
 from collections.abc import Generator, Iterator
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
-from tlsprobe.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, UsageError
+from tlsprobe.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+)
 from tlsprobe.report.escape import shown
 
 if TYPE_CHECKING:
     from tlsprobe.capture.live import LiveCapture
     from tlsprobe.capture.ring import RingWriter
+    from tlsprobe.commands.pcap_live import Reading
     from tlsprobe.commands.pcap_output import Output
     from tlsprobe.model.capture import (
         BriefReport,
@@ -234,12 +241,12 @@ class _Sinks:
 
 def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFilter,
               output: Output, sinks: _Sinks, limit: int | None = None,
-              interruptible: bool = False, whole: bool = True) -> CaptureSummary:
+              whole: bool = True) -> CaptureSummary:
     """Report the connections of one opened capture (the first `limit` only: -c); its
     summary (with `reported`; not `complete` when -c stopped the reading of a file or of
     stdin; `whole` False: a live capture, which ends where it is stopped, by -c too).
-    `interruptible` (a capture still coming: stdin, --follow): Ctrl-C ends the reading, and
-    what was read is summarised."""
+    (Ctrl-C and SIGTERM stop a capture still coming, stdin or --follow, through its
+    analysis's `stop`: the iteration then ends as at a deadline.)"""
     from tlsprobe.requests.capture import passes
     output.begin()
     reported = 0
@@ -250,29 +257,24 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
     emitting = output.per_report
     close = getattr(analysis, "close", None)   # (a worker's capture is read already)
     cut = False     # stopped by -c before the end: the file was not read whole
-    try:
-        for report, trace in analysis:
-            if filtering:
-                if not passes(flt, report):
-                    continue
-                reported_ids.add(report.id)
-            reported += 1
-            if counting:
-                stats.add(report)
-            else:
-                stats.connections += 1
-            if files:
-                sinks.to_files(name, report)
-            if emitting:
-                emit(report, trace)
-            if reported == limit and close is not None:
-                close()   # -c N: the rest is not read; the summary is made now
-                cut = True
-                break
-    except KeyboardInterrupt:
-        if not interruptible or close is None:
-            raise
-        close()   # Ctrl-C: what was read is summarised (exit 0)
+    for report, trace in analysis:
+        if filtering:
+            if not passes(flt, report):
+                continue
+            reported_ids.add(report.id)
+        reported += 1
+        if counting:
+            stats.add(report)
+        else:
+            stats.connections += 1
+        if files:
+            sinks.to_files(name, report)
+        if emitting:
+            emit(report, trace)
+        if reported == limit and close is not None:
+            close()   # -c N: the rest is not read; the summary is made now
+            cut = True
+            break
     summary = analysis.summary
     assert summary is not None  # set when the iteration ends
     if filtering:  # notes about connections only for those reported
@@ -283,9 +285,10 @@ def _read_one(name: str, analysis: CaptureAnalysis | Finished, flt: ConnectionFi
 
 
 def _read_all(request: CaptureRequest, opened: Iterator[Opened], output: Output, sinks: _Sinks,
-              args: argparse.Namespace, streaming: bool) -> tuple[bool, bool]:
+              args: argparse.Namespace, reading: Reading) -> tuple[bool, bool]:
     """Every opened capture in turn, until -c N connections were reported: (a capture was
-    damaged, one could not be read)."""
+    damaged, one could not be read). A capture a signal stopped (`reading`) is not
+    `complete`, and a note says why."""
     from tlsprobe.model.capture import CaptureSummary
     broken = unreadable = False
     left = args.count
@@ -297,8 +300,11 @@ def _read_all(request: CaptureRequest, opened: Iterator[Opened], output: Output,
             unreadable = True
             summary = CaptureSummary.unreadable(name, error or "")
         else:
-            summary = _read_one(name, analysis, request.filter, output, sinks,
-                                left, streaming)
+            summary = _read_one(name, analysis, request.filter, output, sinks, left)
+            note = reading.stopped_note()
+            if note is not None:
+                summary = dataclasses.replace(summary, complete=False,
+                                              notes=(*summary.notes, note))
             broken = _warn(name, summary, args.full) or broken
             left = None if left is None else left - summary.reported
         sinks.summaries.append(summary)
@@ -314,7 +320,6 @@ def run(args: argparse.Namespace) -> int:
     the exit code is then 2 (usage: unreadable file), else 7 when a capture was damaged or
     holds data that was not read (snaplen cuts, packets skipped: what could be read is
     reported), else 0."""
-    from tlsprobe.report.progress import CaptureBar
     if args.interface:
         return _run_live(args)
     if not args.files:
@@ -329,22 +334,30 @@ def run(args: argparse.Namespace) -> int:
         hint = " (the filters of a file's connections are --host, --port, --sni ...)" \
             if args.bpf is not None else ""
         raise UsageError(f"{flag} is for a live capture: with -i IFACE{hint}")
+    from tlsprobe.commands.pcap_output import whole_writes
+    with whole_writes(sys.stdout) as stdout:
+        return _run_files(args, stdout)
+
+
+def _run_files(args: argparse.Namespace, stdout: IO[str]) -> int:
+    """`run`'s reading of the capture files (or stdin), its output to `stdout`."""
     from tlsprobe.commands import pcap_live
+    from tlsprobe.report.progress import CaptureBar
     request, options = _options(args, pcap_live.deadline(args))
     streaming = pcap_live.streamed_input(args, request.files)
     sinks = _Sinks(args)
     from tlsprobe.commands.pcap_output import Output
-    output = Output(args, sys.stdout, streaming=streaming)
+    output = Output(args, stdout, streaming=streaming)
     bar = CaptureBar(not args.no_progress and not args.msg and not request.parallel
                      and not request.follow)
-    opened = _opened(request, options, bar)
     # Reading a capture allocates many short-lived objects and few cycles: keep what is
     # loaded out of the collector's scans and let it run less often (about 10% faster).
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
-    with pcap_live.interrupted_by_signals(streaming) as reading:
+    with pcap_live.interrupted_by_signals(not request.parallel, streaming) as reading:
+        opened = _opened(request, options, bar, reading)
         try:
-            broken, unreadable = _read_all(request, opened, output, sinks, args, streaming)
+            broken, unreadable = _read_all(request, opened, output, sinks, args, reading)
         finally:
             reading.ended = True
             opened.close()  # stopped early: the worker processes go too
@@ -362,6 +375,9 @@ def run(args: argparse.Namespace) -> int:
             from tlsprobe.commands.common import written_to
             with written_to("--plot", args.plot):
                 sinks.timeline.write(args.plot)
+        stdout.flush()   # while a signal still stops nothing (the default SIGTERM kills)
+    if reading.signal is not None and not streaming:
+        return EXIT_INTERRUPTED   # a capture FILE not read to its end: reported as far as read
     if unreadable:
         return EXIT_USAGE
     return EXIT_BAD_INPUT if broken else EXIT_OK
@@ -377,24 +393,25 @@ def _run_live(args: argparse.Namespace) -> int:
     sinks = _Sinks(args)
     start = time.monotonic()
     signals = pcap_live.StopSignals()
-    with signals.installed():
+    from tlsprobe.commands.pcap_output import whole_writes
+    with signals.installed(), whole_writes(sys.stdout) as stdout:
         opened = pcap_live.open_live(args, options, ring)
         if isinstance(opened, str):
             print(f"tlsprobe: {shown(opened)}", file=sys.stderr)
             sinks.close()
             return EXIT_USAGE
         signals.attach(opened[0])
-        return _capture_live(args, request, opened, sinks, start)
+        return _capture_live(args, request, opened, sinks, start, stdout)
 
 
 def _capture_live(args: argparse.Namespace, request: CaptureRequest,
                   opened: tuple[LiveCapture, CaptureAnalysis, RingWriter | None],
-                  sinks: _Sinks, start: float) -> int:
+                  sinks: _Sinks, start: float, stdout: IO[str]) -> int:
     """The opened live capture's rows, then its summary; the exit code."""
     from tlsprobe.commands import pcap_live
     from tlsprobe.commands.pcap_output import Output
     capture, analysis, writer = opened
-    output = Output(args, sys.stdout, streaming=True)
+    output = Output(args, stdout, streaming=True)
     try:
         pcap_live.report_start(capture)
         summary = _read_one(analysis.name, analysis, request.filter, output, sinks,
@@ -439,12 +456,13 @@ def _pipe_min_bytes(jobs: int | None, count: int | None = None) -> int | None:
     return None if jobs == 1 else 0
 
 
-def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
-            ) -> Generator[Opened, None, None]:
+def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar,
+            reading: Reading) -> Generator[Opened, None, None]:
     """(analysis, None) or (None, why it cannot be read) per file, in order: opened here one
     after another by the one-file reader (requests/capture.py; the analysis streams as the
     loop reads it), or read whole by --jobs worker processes or on the --scheduler's Dask
-    workers (survey/captures.py)."""
+    workers (survey/captures.py). Each analysis opened here is `reading`'s target: the one
+    a signal stops."""
     if request.parallel:
         from tlsprobe.survey import captures
         yield from captures.read_in_order(list(request.files), options, request.filter,
@@ -453,6 +471,8 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
     from tlsprobe.offline.analyzer import Progress
     from tlsprobe.requests.capture import open_capture
     for path in request.files:
+        if reading.signal is not None:
+            return   # stopped by a signal: the other files are not read
         name = "<stdin>" if path == "-" else path
         update = bar.start(name)
         # a capture still being written: each connection reported when its handshake is
@@ -467,6 +487,7 @@ def _opened(request: CaptureRequest, options: AnalyzerOptions, bar: CaptureBar
             # Ctrl-C or SIGTERM before the header of a capture still coming (stdin, a
             # followed file still empty): its summary, as a stop by --duration gives
             opened = None, "stopped before the capture's header came: nothing was read"
+        reading.target = opened[0]
         yield opened
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tlsprobe.errors import UsageError, os_error_text
 from tlsprobe.report.escape import shown
@@ -142,42 +142,71 @@ class StopSignals:
 
 
 @contextmanager
-def interrupted_by_signals(active: bool) -> Iterator[Reading]:
-    """For a capture still coming (stdin, --follow): Ctrl-C (SIGINT) and SIGTERM raise
-    KeyboardInterrupt, which ends the reading with the summary (exit 0), also where the
-    process was started with SIGINT ignored (a background job of a shell without job
-    control, where Python leaves it ignored) and for SIGTERM, as for a live capture. Once
-    the caller says the reading `ended`, until the block's end (the summary), there is
-    nothing left to stop: a signal is let pass, a second Ctrl-C interrupts (exit 130); the
-    default SIGTERM killed the process in the middle of its summary."""
+def interrupted_by_signals(active: bool, streaming: bool = True) -> Iterator[Reading]:
+    """Ctrl-C (SIGINT) and SIGTERM stop the reading of the capture being read
+    (`Reading.target`) as a --duration would: the connections still open are reported,
+    the summary follows (for a capture still coming, `streaming`: stdin, --follow, exit 0,
+    also where the process was started with SIGINT ignored, a background job of a shell
+    without job control, where Python leaves it ignored; for capture FILEs the others are
+    not read, exit 130, and an ignored SIGINT stays ignored). Before a capture is open (its header has not
+    come) they raise KeyboardInterrupt, which the caller makes that capture's record; a
+    second Ctrl-C interrupts at once (exit 130). Once the caller says the reading `ended`,
+    until the block's end (the summary), there is nothing left to stop: a signal is let
+    pass (the default SIGTERM killed the process in the middle of its summary)."""
     reading = Reading()
     if not active:
         yield reading
         return
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
-        if reading.ended and not (reading.asked and signum == signal.SIGINT):
+        again = reading.asked and signum == signal.SIGINT
+        if reading.ended and not again:
             reading.asked = True
+            return
+        if reading.target is not None and not again:
+            reading.asked = True
+            reading.signal = signal.Signals(signum)
+            reading.target.stop()
             return
         raise KeyboardInterrupt
 
-    with _on_stop_signals(interrupt):
+    with _on_stop_signals(interrupt, keep_ignored=not streaming):
         yield reading
 
 
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
 class Reading:
-    """`interrupted_by_signals`' state: whether the reading `ended` (the summary is being
-    written), whether a signal came since."""
+    """`interrupted_by_signals`' state: the capture being read (`target`, stopped by a
+    signal), whether the reading `ended` (the summary is being written), whether a signal
+    came since and which stopped the reading (`signal`)."""
 
     def __init__(self) -> None:
         self.ended = False
         self.asked = False
+        self.target: Stoppable | None = None
+        self.signal: signal.Signals | None = None
+
+    def stopped_note(self) -> str | None:
+        """The note of a capture whose reading a signal stopped, or None."""
+        if self.signal is None:
+            return None
+        how = "Ctrl-C (SIGINT)" if self.signal == signal.SIGINT else self.signal.name
+        return (f"the reading was stopped by {how}: the capture was not read whole (the "
+                "connections still open then are reported, as at the end of a cut capture)")
 
 
 @contextmanager
-def _on_stop_signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """`handler` for SIGINT and SIGTERM while the block runs, the previous handlers after."""
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+def _on_stop_signals(handler: Callable[[int, FrameType | None], None],
+                     keep_ignored: bool = False) -> Iterator[None]:
+    """`handler` for SIGINT and SIGTERM while the block runs (`keep_ignored`: not for
+    one the process was started with ignored), the previous handlers after."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig, old in previous.items():
+        if not (keep_ignored and old == signal.SIG_IGN):
+            signal.signal(sig, handler)
     try:
         yield
     finally:

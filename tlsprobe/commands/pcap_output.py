@@ -5,12 +5,18 @@ not a terminal), and the rows of the final table or the --stats summary."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from operator import itemgetter
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
     from tlsprobe.model.capture import CaptureSummary, ReportText
     from tlsprobe.offline.stats import Statistics
 
@@ -20,6 +26,71 @@ if TYPE_CHECKING:
 #: writing itself). 64 KiB: a larger batch is a fresh large allocation each time, whose
 #: pages are faulted in anew (a megabyte cost 4x the CPU time on a 500 MB --jsonl)
 BATCH: Final = 1 << 16
+
+
+class _WholeWrites(io.RawIOBase):
+    """A descriptor under a BufferedWriter whose `write` writes all it is given (looping
+    over short writes), so that the buffer never sees a short one; after a broken pipe
+    (its reader gone: exit 141) what comes is dropped."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self.broken = False
+        #: a process forked from this one (a worker, pipe.py's reader) drops what its copy
+        #: of the buffer holds: this process writes it
+        self._owner = os.getpid()
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
+
+    def write(self, b: ReadableBuffer) -> int:
+        view = memoryview(b).cast("B")
+        size = len(view)
+        if os.getpid() != self._owner:
+            return size
+        while view and not self.broken:
+            try:
+                written = os.write(self._fd, view)
+            except BrokenPipeError:
+                self.broken = True
+                raise
+            view = view[written:]
+        return size
+
+
+@contextmanager
+def whole_writes(out: IO[str]) -> Iterator[IO[str]]:
+    """`out` (stdout) for a run that Ctrl-C or SIGTERM stops without ending it (their
+    handler returns, the output goes on). A signal that comes while a write waits on a full
+    pipe cuts it short (write(2) returns what the pipe took), and CPython's BufferedWriter
+    (3.11) then drops the rest of a write larger than its buffer: a --jsonl line lost
+    bytes in its middle. The text goes through a writer that writes each block whole
+    instead (flushed at the end). `out` itself when it has no descriptor (a StringIO)."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield out
+        return
+    out.flush()
+    raw = _WholeWrites(fd)
+    text = io.TextIOWrapper(io.BufferedWriter(raw), encoding=getattr(out, "encoding", None),
+                            errors=getattr(out, "errors", None),
+                            line_buffering=getattr(out, "line_buffering", False))
+    try:
+        yield text
+    finally:
+        try:
+            text.flush()
+        except BrokenPipeError:
+            raw.broken = True   # (the rest is dropped: the wrapper's close writes nothing)
+            raise
 
 
 class Output:

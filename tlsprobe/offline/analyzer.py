@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from types import GeneratorType, TracebackType
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from tlsprobe.capture import (
     SECRETS_TLS_KEYLOG,
@@ -31,7 +31,7 @@ from tlsprobe.capture import (
     iter_stream_events,
 )
 from tlsprobe.capture.pipe import PipedStream, can_pipe
-from tlsprobe.capture.streaming import streaming_source
+from tlsprobe.capture.streaming import FinishedFile, open_finished, streaming_source
 from tlsprobe.model.capture import CaptureSummary
 from tlsprobe.offline.caches import AnalysisCaches
 from tlsprobe.offline.connection import Connection
@@ -125,23 +125,6 @@ class Progress:
     every: int = 4096
 
 
-class _CountingReader:
-    """A binary file wrapper that counts the bytes read (for the progress bar)."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self._raw = raw
-        self.count = 0
-        self.name = getattr(raw, "name", "<stream>")
-
-    def read(self, n: int = -1) -> bytes:
-        data: bytes = self._raw.read(n)
-        self.count += len(data)
-        return data
-
-    def close(self) -> None:
-        self._raw.close()
-
-
 class _Reports:
     """One iteration's reports. Dropped before its end (a caller's `break`), it closes the
     generator so that its `finally` releases the analysis' state: a generator compiled by
@@ -185,25 +168,26 @@ class CaptureAnalysis:
         self.options = options or AnalyzerOptions()
         self.name = display_name or (source if isinstance(source, str) else source.name)
         self._progress = progress
-        self._counter: _CountingReader | None = None
+        self._counter: FinishedFile | None = None   # the progress bar's count
         self._total: int | None = None
         self._streaming = streaming_source(source, self.options.follow,
                                            self.options.stop_at) \
             if isinstance(source, str) else None
-        if progress is not None and isinstance(source, str) and source != "-" and \
-                self._streaming is None:
-            self._counter = _CountingReader(open(source, "rb"))  # noqa: SIM115
+        #: a capture FILE, opened here so that `stop` can end its reading
+        self._file = open_finished(source) \
+            if isinstance(source, str) and self._streaming is None else None
+        if progress is not None and isinstance(self._file, FinishedFile):
+            self._counter = self._file
             try:
-                self._total = os.fstat(self._counter._raw.fileno()).st_size
+                self._total = os.fstat(self._file.fileno()).st_size
             except OSError:
                 self._total = None
         try:
-            stream = iter_stream_events(
-                self._counter if self._counter is not None else self._streaming or source,
-                udp=self.options.quic)
+            stream = iter_stream_events(self._streaming or self._file or source,
+                                        udp=self.options.quic)
         except BaseException:
-            if self._counter is not None:
-                self._counter.close()
+            if self._file is not None:
+                self._file.close()
             if self._streaming is not None:
                 self._streaming.close()
             raise
@@ -216,8 +200,8 @@ class CaptureAnalysis:
                 pass  # no second process to be had (fork failed): this one reads
             except BaseException:
                 stream.close()
-                if self._counter is not None:
-                    self._counter.close()
+                if self._file is not None:
+                    self._file.close()
                 raise
         if self.stream is stream:  # its data events too read by position below
             stream.plain_data = True
@@ -454,6 +438,16 @@ class CaptureAnalysis:
             self.tls_connections += 1
             yield done
 
+    def stop(self) -> None:
+        """End the reading of the capture (stdin, --follow, a FILE) as a deadline would:
+        the connections still open are then reported, as at the end of a cut capture, and
+        the iteration ends. Safe in a signal handler (Ctrl-C, SIGTERM):
+        it only tells the input (capture/streaming.py; a capture FILE too, also when read
+        by a second process). No effect on a live capture (LiveCapture.stop)."""
+        source = self._streaming or self._file
+        if source is not None:
+            source.stop()
+
     def close(self) -> None:
         """Release what the analysis holds, also when the caller stops early (a `head`,
         --limit, an exception): per-connection state goes (partial messages stop counting
@@ -471,8 +465,8 @@ class CaptureAnalysis:
             self._streaming.close()
         if self._progress is not None:
             self._tick()
-        if self._counter is not None:
-            self._counter.close()
+        if self._file is not None:
+            self._file.close()
         self._summarise()
 
     def __enter__(self) -> Self:
