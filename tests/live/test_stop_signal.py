@@ -211,14 +211,21 @@ def test_a_stop_while_a_file_is_read_reports_what_was_read(jobs: str, sig: int,
         proc.communicate()
         pytest.fail("the signal did not end the reading")
     assert "Traceback" not in err, err
-    assert proc.returncode == 130, (proc.returncode, err)
     lines = [json.loads(line) for line in out.splitlines()]
     record = lines[-1]
     assert record["kind"] == "capture", record
     rows = [line for line in lines if line["kind"] == "connection"]
-    assert 0 < record["reported"] == len(rows) < total
-    assert record["complete"] is False
-    assert any(STOPPED_NOTE in note for note in record["notes"]), record["notes"]
+    if record["complete"]:
+        # on a loaded machine the second process can have read the whole file into the
+        # pipe before the signal, and what waits in the pipe is still read: then the file
+        # was read whole, every connection is reported and nothing was stopped
+        assert jobs == "2" and (proc.returncode, record["reported"], len(rows)) == \
+            (0, total, total), (proc.returncode, record, err)
+        assert STOPPED_NOTE not in err, err
+    else:
+        assert proc.returncode == 130, (proc.returncode, err)
+        assert 0 < record["reported"] == len(rows) < total
+        assert any(STOPPED_NOTE in note for note in record["notes"]), record["notes"]
     time.sleep(0.2)
     assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], children
 
