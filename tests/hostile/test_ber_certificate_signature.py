@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import hashes
@@ -148,6 +149,18 @@ def _deep_issuer(der: bytes, depth: int, count: int) -> bytes:
         b"\x00\x00"
 
 
+def _serve_leaf(hostile_server: HostileServer, der: bytes) -> Any:
+    """A TLS 1.3 server whose flight carries the leaf `der`, in records of 16 kB."""
+    async def script(conn: Conn) -> None:
+        ch = await conn.client_hello()
+        tls = Tls13Server(ch, conn.hello_raw[-1])
+        flight = b"".join(tls.flight(ders=[der]))
+        await conn.send(tls.hello_and_flight([]) + tls.encrypt(
+            *[flight[i:i + 16384] for i in range(0, len(flight), 16384)]))
+        await conn.hold(HOLD)
+    return hostile_server.serve(script)
+
+
 def test_nested_indefinite_lengths_are_read_in_linear_time(
         run_cli, hostile_server: HostileServer) -> None:
     """A 250 kB leaf of 24 nested indefinite lengths around 125,000 elements: each reader
@@ -156,14 +169,7 @@ def test_nested_indefinite_lengths_are_read_in_linear_time(
     message; it is now read once (wire/spki._ends). Judged by the child's CPU time."""
     der = _deep_issuer(issued(identity().key).leaf_der, 24, 125_000)
 
-    async def script(conn: Conn) -> None:   # the flight in records of 16 kB
-        ch = await conn.client_hello()
-        tls = Tls13Server(ch, conn.hello_raw[-1])
-        flight = b"".join(tls.flight(ders=[der]))
-        await conn.send(tls.hello_and_flight([]) + tls.encrypt(
-            *[flight[i:i + 16384] for i in range(0, len(flight), 16384)]))
-        await conn.hold(HOLD)
-    listener = hostile_server.serve(script)
+    listener = _serve_leaf(hostile_server, der)
     before = reaped_cpu()
     res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--json", "--first-flight-only",
                   "--timeout", "30", isolated=True, timeout=120)
@@ -198,14 +204,7 @@ def test_a_leaf_of_many_extensions_is_read_in_linear_time(
     der = _many_extensions(chain, 3000)
     ca, _, _ = write(chain, chain.leaf_der, tmp_path)
 
-    async def script(conn: Conn) -> None:   # the flight in records of 16 kB
-        ch = await conn.client_hello()
-        tls = Tls13Server(ch, conn.hello_raw[-1])
-        flight = b"".join(tls.flight(ders=[der]))
-        await conn.send(tls.hello_and_flight([]) + tls.encrypt(
-            *[flight[i:i + 16384] for i in range(0, len(flight), 16384)]))
-        await conn.hold(HOLD)
-    listener = hostile_server.serve(script)
+    listener = _serve_leaf(hostile_server, der)
     before = reaped_cpu()
     res = run_cli(f"127.0.0.1:{listener.port}", "--tls1_3", "--json", "--first-flight-only",
                   "--sni", "localhost", "--cafile", ca, "--timeout", "60", isolated=True,

@@ -113,12 +113,7 @@ def stopped_run(args: list[str], sig: int, follow: Path | None
             os.write(write_end, CAPTURE)
             until(lambda: pipe_drained(read_end) and waits(proc), proc)
         proc.send_signal(sig)
-        try:
-            out, err = proc.communicate(timeout=DEADLINE)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            pytest.fail("the signal did not end the reading")
+        out, err = ended(proc)
     finally:
         os.close(read_end)
         os.close(write_end)
@@ -163,6 +158,17 @@ def test_a_stop_reports_every_connection_in_every_format(fmt: str, tmp_path: Pat
     assert f"tlsprobe: note: <stdin>: {STOPPED_NOTE} SIGTERM" in err, err
 
 
+def ended(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Its stdout and stderr once the signal sent has ended it (a failure if not within
+    DEADLINE)."""
+    try:
+        return proc.communicate(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the signal did not end the reading")
+
+
 def many_connections(path: Path, count: int) -> int:
     """A capture FILE of `count` TLS 1.3 connections (one recorded connection, its client
     port changed for each); its number of connections."""
@@ -204,12 +210,7 @@ def test_a_stop_while_a_file_is_read_reports_what_was_read(jobs: str, sig: int,
     # the signal is handled while the write waits: it is cut short (the pipe took 64 KiB
     # of it), and the rest of it must still come (CPython's buffer dropped it)
     time.sleep(0.5)
-    try:
-        out, err = proc.communicate(timeout=DEADLINE)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail("the signal did not end the reading")
+    out, err = ended(proc)
     assert "Traceback" not in err, err
     lines = [json.loads(line) for line in out.splitlines()]
     record = lines[-1]

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.helpers.bercert import children, pem, tlv
+from tests.helpers.bercert import children, leaf_files, pem, tlv
 from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
 
 NOW = datetime.datetime.now(datetime.UTC)
@@ -81,10 +81,7 @@ def test_the_issuer_openssl_takes(tls_server: Callable[..., Any], run_cli: Calla
             "leaf": _cert("localhost", leaf_key, "Choice CA", inter_key, False),
             "leaf-no-aki": _cert("localhost", leaf_key, "Choice CA", inter_key, False,
                                  aki=False)}
-    (tmp_path / "leaf.pem").write_bytes(pem(made[kind]))
-    (tmp_path / "leaf.key").write_bytes(leaf_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
+    leaf_files(tmp_path, made[kind], leaf_key)
     (tmp_path / "chain.pem").write_bytes(b"".join(pem(made[k]) for k in sent))
     store = tmp_path / "store.pem"
     store.write_bytes(b"".join(pem(made[k]) for k in ("root", *stored)))
