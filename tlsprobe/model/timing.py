@@ -300,7 +300,8 @@ def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
                        f"({fm:.2f} ms median handshake)")
     ratio = round(lm / fm, 2) if fm > 0 else None
     distinct = not order[1].ci_overlaps_previous
-    beats_last = not _overlap(first.handshake_ms, last.handshake_ms)
+    beats_last = first.handshake_ms is not None and not _overlap(first.handshake_ms,
+                                                                  last.handshake_ms)
     verdict = f"{version.name}: " + ("cheapest on this server: " if distinct else
                                      "lowest median: ") + first.name
     if ratio is not None:
