@@ -13,6 +13,7 @@ import io
 import json
 import math
 import random
+import re
 import socket
 import threading
 
@@ -329,13 +330,17 @@ def test_run_timing_json_and_table(server_cache):
     assert set(entries[X25519]["handshake_ms"]) == {"n", "median", "p90", "min", "max", "mean",
                                                     "ci_low", "ci_high", "ci_level"}
     (ranking,) = data["rankings"]
-    assert ranking["cheapest"] == "x25519 (0x001d)" and ranking["ratio"] > 2
+    assert ranking["order"][0] == "x25519 (0x001d)" and ranking["ratio"] > 2
+    # named the cheapest only when the intervals are apart (one slow run on a busy machine
+    # can make them overlap: then no winner is claimed)
+    assert ranking["cheapest"] == ("x25519 (0x001d)" if ranking["distinct"] else None)
     out = io.StringIO()
     assert timing_cmd.run_timing(argv[0], _parse(*argv), out=out, err=err) == 0
     text = out.getvalue()
     assert "95% CI" in text and "hs/s" in text and "client CPU" in text
-    assert "TLS 1.3: cheapest on this server: x25519 (0x001d), " in text
-    assert "faster than ffdhe4096" in text
+    assert re.search(r"TLS 1\.3: (cheapest on this server|lowest median): x25519 \(0x001d\), "
+                     r"(\d+\.\dx faster than ffdhe4096|median \d+\.\dx lower than ffdhe4096's)",
+                     text), text
 
 
 @pytest.mark.parametrize("extra, message", [
