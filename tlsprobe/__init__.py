@@ -2,7 +2,7 @@
 
 The Python API (docs/API.md) is `tlsprobe.probe`, `aprobe`, `scan`, `ascan`, `read_capture`,
 `capture_live`,
-`simulate_clients` and `speed`, with the model types they return and the errors they raise; it lives in
+`simulate_clients`, `speed` and `timing`, with the model types they return and the errors they raise; it lives in
 `tlsprobe.api` and is imported on first use (module `__getattr__`), so that
 `import tlsprobe` and `tlsprobe --help` stay cheap (tests/project/test_startup.py).
 """
@@ -19,9 +19,9 @@ from tlsprobe._version import __version__
 __all__ = [
     "AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation", "ClientsReport",
     "ConnectionReport", "FailureKind", "LiveCaptureReader", "ProbeError", "ProbeResult",
-    "SpeedReport", "TlsprobeError", "UnreadableInput", "UsageError", "__version__", "aprobe",
-    "ascan", "capture_live", "failure_kind", "probe", "read_capture", "scan",
-    "simulate_clients", "speed"]
+    "SpeedReport", "TimingReport", "TlsprobeError", "UnreadableInput", "UsageError",
+    "__version__", "aprobe", "ascan", "capture_live", "failure_kind", "probe", "read_capture",
+    "scan", "simulate_clients", "speed", "timing"]
 #: the names `tlsprobe.api` exports, read from it on first access
 _API = frozenset(__all__) - {"__version__"}
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:   # for type checkers and IDEs; at run time `__getattr__` impo
     from tlsprobe.api import ProbeError as ProbeError
     from tlsprobe.api import ProbeResult as ProbeResult
     from tlsprobe.api import SpeedReport as SpeedReport
+    from tlsprobe.api import TimingReport as TimingReport
     from tlsprobe.api import TlsprobeError as TlsprobeError
     from tlsprobe.api import UnreadableInput as UnreadableInput
     from tlsprobe.api import UsageError as UsageError
@@ -49,6 +50,7 @@ if TYPE_CHECKING:   # for type checkers and IDEs; at run time `__getattr__` impo
     from tlsprobe.api import scan as scan
     from tlsprobe.api import simulate_clients as simulate_clients
     from tlsprobe.api import speed as speed
+    from tlsprobe.api import timing as timing
 
 
 def __getattr__(name: str) -> object:

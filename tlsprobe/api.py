@@ -5,7 +5,9 @@ Every function returns the model types the command line prints as JSON
 computes them with exactly the calls the commands make (one path, no second
 implementation): `probe` runs `probes.probe.run_probe` as `tlsprobe HOST` does, `scan` and
 `ascan` run `probes.audit.audit_many` on a `probes.scheduler.Scheduler` as `tlsprobe scan`
-does (its `run_audit` is `asyncio.run(audit_many(...))`), `read_capture` iterates an
+does (its `run_audit` is `asyncio.run(audit_many(...))`), `timing` runs
+`probes.timing.run.measure_timing` as `tlsprobe HOST --timing --json` does (its options
+checked by `requests.timing`, as the command's are), `read_capture` iterates an
 `offline.analyzer.CaptureAnalysis` as `tlsprobe pcap --json` does, and `speed` runs
 `speed.run_speed` as `tlsprobe speed --json` does. What differs is only the argument side:
 Python values here instead of option strings (names or codepoints for lists).
@@ -46,12 +48,13 @@ from tlsprobe.model.capture import CaptureSummary, ConnectionReport
 from tlsprobe.model.clients import ClientSimulation, ClientsReport
 from tlsprobe.model.probe import ProbeResult
 from tlsprobe.model.speed import SpeedReport
+from tlsprobe.model.timing import TimingReport
 
 __all__ = ["AuditReport", "CaptureReader", "CaptureSummary", "ClientSimulation",
            "ClientsReport", "ConnectionReport", "FailureKind", "LiveCaptureReader",
-           "ProbeError", "ProbeResult", "SpeedReport", "TlsprobeError", "UnreadableInput",
-           "UsageError", "aprobe", "ascan", "capture_live", "failure_kind", "probe",
-           "read_capture", "scan", "simulate_clients", "speed"]
+           "ProbeError", "ProbeResult", "SpeedReport", "TimingReport", "TlsprobeError",
+           "UnreadableInput", "UsageError", "aprobe", "ascan", "capture_live", "failure_kind",
+           "probe", "read_capture", "scan", "simulate_clients", "speed", "timing"]
 
 #: a list entry: a name (IANA or OpenSSL spelling, as on the command line) or a codepoint
 Code = str | int
@@ -308,3 +311,41 @@ def speed(algorithms: str | Sequence[str] = (), *, seconds: float = 3.0,
                          openssl_binary=openssl_binary)
     except SpeedError as exc:
         raise TlsprobeError(str(exc), exit_code=EXIT_INTERNAL) from None
+
+
+@checked
+def timing(target: str, *, groups: Sequence[Code] | None = None,
+           versions: Sequence[Code] | None = None, suites: Sequence[Code] | str | None = None,
+           runs: int = 20, warmup: int = 2, timeout: float = 5.0, confidence: float = 0.95,
+           server_name: str | None = None, send_sni: bool = True,
+           starttls: str | None = None, xmpp_host: str | None = None) -> TimingReport:
+    """Time full handshakes per key exchange group as `tlsprobe HOST --timing` does and
+    return its `TimingReport` (`entries`: one `EntryTiming` per version and group, with the
+    median, p90 and confidence interval of the handshake time, our CPU time and every run's
+    raw figures; `rankings`: per version, the order and a verdict that calls a group the
+    cheapest only where the intervals establish it).
+
+    `groups` (names or codepoints) are timed instead of the groups the server is found to
+    accept; `versions` "1.3" and/or "1.2" (default both); `suites` pins each suite in turn,
+    or "all" for every suite the server accepts (default: the server chooses); `runs`
+    measured handshakes per entry (1 to 10000) after `warmup` rounds (0 to 1000); `timeout`
+    per handshake; `confidence` of the median's interval, in [0.5, 1). `starttls` and
+    `xmpp_host` as in `probe`.
+
+    A server that cannot be reached raises `TlsprobeError` (kind "network"); what happened
+    after that is in the report (`error`, `stopped`, each entry's `status`). Raises
+    `UsageError` for a bad argument, or for `groups` none of which can be timed."""
+    from tlsprobe.net.tcp import parse_target
+    from tlsprobe.probes.timing.run import measure_timing
+    from tlsprobe.requests.names import API
+    from tlsprobe.requests.starttls import starttls_spec
+    from tlsprobe.requests.timing import check_explicit_groups, timing_options
+    parsed = parse_target(target)   # (a UsageError for a target that is no HOST[:PORT])
+    spec = starttls_spec(starttls, parsed, xmpp_host=xmpp_host, server_name=server_name,
+                         names=API, quiet=True)
+    options = timing_options(parsed.host, names=API, runs=runs, warmup=warmup,
+                             timeout=timeout, versions=versions, groups=groups, suites=suites,
+                             server_name=server_name, send_sni=send_sni,
+                             confidence=confidence, starttls=spec)
+    check_explicit_groups(options)
+    return _off_the_loop(lambda: measure_timing(parsed, options))

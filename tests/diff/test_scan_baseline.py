@@ -54,6 +54,26 @@ def test_a_reconfigured_server_lists_its_changes_and_fails_the_gate(
     assert doc["baseline"]["file"] == str(base)
 
 
+def test_a_group_audit_alone_still_sees_a_version_lost(
+        same_port: SamePort, tmp_path: Path) -> None:
+    """`--checks groups` (a survey's default) runs no versions phase, but its group audit
+    of TLS 1.3 and 1.2 establishes whether each is spoken: a version lost between two such
+    scans is the regression it is (it was no change at all)."""
+    first = same_port(BOTH)
+    proc = cli("scan", f"127.0.0.1:{first.port}", "--no-progress", "--checks", "groups",
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    base = tmp_path / "groups.json"
+    base.write_text(proc.stdout)
+    assert not json.loads(proc.stdout)["versions"]     # no versions phase in this scan
+    same_port(TLS12_P256, first.port)
+    proc = cli("scan", f"127.0.0.1:{first.port}", "--no-progress", "--checks", "groups",
+               "--baseline", base, "--fail-on-change", "--json")
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    kinds = {(c["kind"], c["what"], c["direction"]) for c in json.loads(proc.stdout)["changes"]}
+    assert ("version_lost", "TLS 1.3", "regression") in kinds
+
+
 def test_a_renewed_certificate_is_a_change_not_a_regression(
         same_port: SamePort, tmp_path: Path) -> None:
     first = same_port(BOTH)

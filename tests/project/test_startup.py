@@ -104,7 +104,7 @@ def test_the_check_sees_a_heavy_import() -> None:
 
 
 def test_written_out_values_match_their_source() -> None:
-    from tlsprobe.commands import common, probe, scan, timing
+    from tlsprobe.commands import common, probe, scan
     from tlsprobe.engine import config as cfg
     from tlsprobe.engine.client import Limits
     from tlsprobe.model.audit import SEVERITIES
@@ -114,7 +114,13 @@ def test_written_out_values_match_their_source() -> None:
         [cfg.TLS13, cfg.TLS12, cfg.TLS11, cfg.TLS10, cfg.SSL30]
     assert common.LIMIT_DEFAULTS == {name: getattr(Limits(), name) for name in
                                      probe.LIMIT_OPTIONS}
+    from tlsprobe.probes.timing.plan import TimingOptions
+    from tlsprobe.requests import timing
     assert (timing.TLS13, timing.TLS12) == (cfg.TLS13, cfg.TLS12)
+    defaults = TimingOptions()
+    assert (timing.DEFAULT_RUNS, timing.DEFAULT_WARMUP, timing.DEFAULT_TIMEOUT,
+            timing.DEFAULT_CONFIDENCE) == (defaults.runs, defaults.warmup, defaults.timeout,
+                                           defaults.confidence)
     assert scan.SEVERITIES == SEVERITIES
     assert tuple(Severity) == SEVERITIES
 

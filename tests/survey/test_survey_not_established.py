@@ -121,20 +121,29 @@ def test_diff_of_a_stopped_survey_reads_its_scan_documents_only(servers, tmp_pat
 
 
 def test_a_fact_one_survey_did_not_check_has_no_share_there(servers, tmp_path):
-    """The old survey ran the versions phase, the new one did not: its versions and grades
-    are established nowhere. The diff said "TLS 1.2 now on 0.0 % of targets (0), -100.0
-    points (was 100.0 %)", a loss nothing observed."""
+    """The old survey ran the versions phase, the new one did not: its grades are
+    established nowhere, and its versions only where a group audit settled them (the
+    RSA-only server's TLS 1.2 audit has no ECDHE suite to ask with). The diff said "TLS 1.2
+    now on 0.0 % of targets (0), -100.0 points (was 100.0 %)", a loss nothing observed;
+    later it called TLS 1.2 established nowhere, though the group audit had seen it spoken
+    (`survey summary` counted it)."""
     old, new = tmp_path / "old", tmp_path / "new"
     _survey(list(servers), old, "--checks", "versions,groups")
     _survey(list(servers), new, "--checks", "groups")
     proc = cli("survey", "diff", old, new)
     assert proc.returncode == 0, proc.stderr
-    assert "TLS 1.2: not established (was 100.0 % (2)): no share to compare" in proc.stdout, \
-        proc.stdout
-    assert "points" not in proc.stdout.split("Versions", 1)[1].split("Groups", 1)[0]
+    versions = proc.stdout.split("Versions", 1)[1].split("Groups", 1)[0]
+    assert "TLS 1.2 on 100.0 % of targets (1), unchanged; not established on 0 -> 1" \
+        in versions, proc.stdout
+    assert "points" not in versions
+    assert "A: not established (was 50.0 % (1)): no share to compare" in proc.stdout
     as_json = json.loads(cli("survey", "diff", old, new, "--json").stdout.splitlines()[-1])
-    tls12 = next(s for s in as_json["shares"] if s["name"] == "TLS 1.2")
-    assert (tls12["old_percent"], tls12["new_percent"]) == (100.0, None)
+    shares = {s["name"]: s for s in as_json["shares"]}
+    assert (shares["TLS 1.2"]["old_percent"], shares["TLS 1.2"]["new_percent"]) == (100.0, 100.0)
+    assert (shares["A"]["old_percent"], shares["A"]["new_percent"]) == (50.0, None)
+    new_summary = json.loads(cli("survey", "summary", new, "--json").stdout)
+    assert new_summary["versions"]["TLS 1.2"] == {"targets": 1, "share": 1.0,
+                                                  "not_established": 1}
 
 
 def test_a_version_established_nowhere_has_no_share(servers, tmp_path):

@@ -10,9 +10,7 @@ module for `tlsprobe HOST --timing` through `add_timing_arguments` and `run_timi
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
-from collections.abc import Callable
 from typing import IO, TYPE_CHECKING
 
 from tlsprobe.commands.common import (
@@ -21,24 +19,18 @@ from tlsprobe.commands.common import (
     seconds,
     whole_number,
 )
-from tlsprobe.errors import EXIT_OK, TlsprobeError, UsageError, exit_code_for
+from tlsprobe.errors import EXIT_OK, TlsprobeError, exit_code_for
+from tlsprobe.requests.timing import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RUNS,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WARMUP,
+    MAX_RUNS,
+    MAX_WARMUP,
+)
 
 if TYPE_CHECKING:
     from tlsprobe.probes.timing.run import TimingOptions
-
-# engine.config's TLS13 and TLS12, written out: building the parser imports no engine,
-# registry or `cryptography` module (tests/project/test_startup.py checks both).
-TLS13, TLS12 = 0x0304, 0x0303
-DEFAULT_RUNS = 20
-DEFAULT_WARMUP = 2
-DEFAULT_TIMEOUT = 5.0
-DEFAULT_CONFIDENCE = 0.95
-#: the most measured handshakes per entry and warm-up rounds: every run of every group (and
-#: version and suite) is one handshake, so the bound is on the run's time
-MAX_RUNS = 10_000
-MAX_WARMUP = 1_000
-_VERSIONS = {"1.3": TLS13, "13": TLS13, "tls1_3": TLS13, "tlsv1.3": TLS13, "tls1.3": TLS13,
-             "1.2": TLS12, "12": TLS12, "tls1_2": TLS12, "tlsv1.2": TLS12, "tls1.2": TLS12}
 
 
 def add_timing_arguments(parser: argparse._ActionsContainer) -> None:
@@ -84,97 +76,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_starttls_arguments(parser)
 
 
-def _versions(text: str | None) -> tuple[int, ...]:
-    if text is None:
-        return (TLS13, TLS12)
-    from tlsprobe.requests.hello import once
-    from tlsprobe.requests.names import CLI
-    out: list[tuple[str | int, int]] = []
-    for item in text.replace(",", " ").split():
-        key = item.lower().replace(" ", "")
-        if key not in _VERSIONS:
-            raise UsageError(f"--timing-versions: unknown version {item!r} (use 1.3 or 1.2)")
-        out.append((item, _VERSIONS[key]))
-    if not out:
-        raise UsageError("--timing-versions: no version given")
-    once(out, "timing_versions", CLI)
-    return tuple(code for _, code in out)
-
-
-def _codes(text: str, parse: Callable[[str], int], option: str) -> tuple[int, ...]:
-    from tlsprobe import registry
-    from tlsprobe.requests.hello import once, split, split_suites
-    from tlsprobe.requests.names import CLI
-    items = split_suites(text) if parse is registry.parse_suite else split(text)
-    try:
-        codes: list[tuple[str | int, int]] = [(item, parse(item)) for item in items]
-    except ValueError as exc:
-        raise UsageError(f"{option}: {exc}") from None
-    if not codes:
-        raise UsageError(f"{option}: empty list")
-    once(codes, option.removeprefix("--").replace("-", "_"), CLI)
-    return tuple(code for _, code in codes)
-
-
-def _sni(args: argparse.Namespace, host: str) -> str | None:
-    if getattr(args, "no_sni", False):
-        return None
-    if getattr(args, "sni", None):
-        return str(args.sni)
-    try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        return host
-
-
 def options_from_args(args: argparse.Namespace, host: str) -> TimingOptions:
-    """TimingOptions from the --timing-* options (and --sni/--no-sni/--timeout if present)."""
-    from tlsprobe import registry
-    from tlsprobe.probes.timing.run import TimingOptions
-    runs = DEFAULT_RUNS if args.timing_runs is None else args.timing_runs
-    warmup = DEFAULT_WARMUP if args.timing_warmup is None else args.timing_warmup
-    if not 1 <= runs <= MAX_RUNS:
-        raise UsageError(f"--timing-runs must be from 1 to {MAX_RUNS}")
-    if not 0 <= warmup <= MAX_WARMUP:
-        raise UsageError(f"--timing-warmup must be from 0 to {MAX_WARMUP}")
+    """TimingOptions from the --timing-* options (and --sni/--no-sni/--timeout if present),
+    checked by the request layer the API's `timing()` uses too."""
+    from tlsprobe.requests.names import CLI
+    from tlsprobe.requests.timing import timing_options
     timeout = args.timing_timeout
     if timeout is None:
         timeout = getattr(args, "timeout", None) or DEFAULT_TIMEOUT
-    if not 0 < timeout < float("inf"):
-        raise UsageError("--timing-timeout must be positive")
-    confidence = getattr(args, "timing_confidence", None)
-    confidence = DEFAULT_CONFIDENCE if confidence is None else confidence
-    if not 0.5 <= confidence < 1:
-        raise UsageError("--timing-confidence must be in [0.5, 1), e.g. 0.95")
-    suites_text = getattr(args, "timing_suites", None)
-    all_suites = suites_text is not None and suites_text.strip().lower() == "all"
-    suites = None if suites_text is None or all_suites else \
-        _codes(suites_text, registry.parse_suite, "--timing-suites")
-    groups = None if args.timing_groups is None else \
-        _codes(args.timing_groups, registry.parse_group, "--timing-groups")
-    return TimingOptions(runs=runs, warmup=warmup, timeout=float(timeout),
-                         versions=_versions(args.timing_versions), groups=groups,
-                         suites=suites, all_suites=all_suites, server_name=_sni(args, host),
-                         confidence=confidence)
-
-
-def check_explicit_groups(options: TimingOptions) -> None:
-    """Explicit groups none of which can be timed are a usage error, told before connecting
-    (rather than "the enumeration found none", which would blame the server)."""
-    from tlsprobe import kex, registry
-    from tlsprobe.probes.timing.plan import explicit_plans
-    if not options.groups:
-        return
-    if explicit_plans(options)[0]:
-        return
-    versions = " or ".join(registry.version_name(v) for v in options.versions)
-    why = [f"{registry.group_label(g)}: "
-           + ("no key share can be computed here" if not kex.is_computable(g)
-              else f"not a {versions} group") for g in options.groups]
-    raise UsageError("none of the groups given can be timed (" + "; ".join(why[:6])
-                     + (" ..." if why[6:] else "") + "); give groups tlsprobe can compute, "
-                     "e.g. x25519, secp256r1, ffdhe2048, X25519MLKEM768")
+    return timing_options(host, names=CLI, runs=args.timing_runs, warmup=args.timing_warmup,
+                          timeout=timeout, versions=args.timing_versions,
+                          groups=args.timing_groups,
+                          suites=getattr(args, "timing_suites", None),
+                          server_name=getattr(args, "sni", None) or None,
+                          send_sni=not getattr(args, "no_sni", False),
+                          confidence=getattr(args, "timing_confidence", None))
 
 
 class _Progress:
@@ -216,6 +132,7 @@ def run_timing(target_text: str, args: argparse.Namespace | TimingOptions, *,
             from tlsprobe.commands.starttls_option import spec_for
             options = replace(options_from_args(args, target.host),
                               starttls=spec_for(args, target, note=err))
+        from tlsprobe.requests.timing import check_explicit_groups
         check_explicit_groups(options)
         if plot:   # before measuring, not after
             from tlsprobe.report.plots import check_plot
@@ -262,5 +179,5 @@ def run(args: argparse.Namespace) -> int:
     return run_timing(args.target, args)
 
 
-__all__ = ["add_arguments", "add_timing_arguments", "check_explicit_groups", "options_from_args",
+__all__ = ["add_arguments", "add_timing_arguments", "options_from_args",
            "run", "run_timing"]

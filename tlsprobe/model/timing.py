@@ -33,7 +33,9 @@ handshake (key generation, shared secret, key schedule, record protection, parsi
 signature check); `wait_ms` = handshake - client CPU: the server's work plus the network.
 `client_kex_ms` is our key generation plus shared secret alone, timed in-process with the
 same kex calls. `handshakes_per_s` = 1000 / median total (one connection at a time). Rank 1
-is the cheapest (lowest median handshake) within its protocol version. The raw data, one
+is the lowest median handshake within its protocol version; a ranking's `cheapest` names it
+only when its confidence interval lies below the runner-up's (`distinct`), and its verdict
+says "cheapest on this server" and "N.Nx faster than" only where the intervals establish it. The raw data, one
 value per measured run in the same order: `samples_ms` (handshake), `connect_samples_ms`,
 `cpu_samples_ms`; every Stats above is computed from them (total = connect + handshake,
 wait = max(0, handshake - CPU), per run).
@@ -197,7 +199,7 @@ class Ranking:
 
     version: Codepoint
     order: tuple[str, ...]
-    cheapest: str | None
+    cheapest: str | None         # the lowest median when `distinct`, else None (not established)
     slowest: str | None
     ratio: float | None          # slowest median / cheapest median
     distinct: bool | None        # the cheapest's CI does not overlap the runner-up's
@@ -279,7 +281,17 @@ def rank(entries: Sequence[EntryTiming]) -> tuple[tuple[EntryTiming, ...], tuple
     return tuple(out), tuple(rankings)
 
 
+def _why_overlap(a: Stats | None, b: Stats | None) -> str:
+    """Why two entries' order is not established: overlapping intervals, or none."""
+    return ("their intervals overlap" if _has_interval(a) and _has_interval(b) else
+            "too few runs for a confidence interval")
+
+
 def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
+    """The version's verdict. "cheapest on this server" and "N.Nx faster than" are said
+    only where the confidence intervals establish them; otherwise the lowest median is
+    named as that, with the reason the order is not established (`cheapest` is then
+    None: a run too short for intervals states no winner)."""
     first, last = order[0], order[-1]
     fm, lm = _median(first), _median(last)
     if len(order) == 1:
@@ -288,17 +300,22 @@ def _ranking(version: Codepoint, order: list[EntryTiming]) -> Ranking:
                        f"({fm:.2f} ms median handshake)")
     ratio = round(lm / fm, 2) if fm > 0 else None
     distinct = not order[1].ci_overlaps_previous
-    verdict = f"{version.name}: cheapest on this server: {first.name}"
+    beats_last = first.handshake_ms is not None and not _overlap(first.handshake_ms,
+                                                                  last.handshake_ms)
+    verdict = f"{version.name}: " + ("cheapest on this server: " if distinct else
+                                     "lowest median: ") + first.name
     if ratio is not None:
-        verdict += f", {ratio:.1f}x faster than {_short(last.name)}"
+        verdict += (f", {ratio:.1f}x faster than {_short(last.name)}" if beats_last else
+                    f", median {ratio:.1f}x lower than {_short(last.name)}'s")
     if not distinct:
-        why = ("their intervals overlap" if _has_interval(first.handshake_ms)
-               and _has_interval(order[1].handshake_ms) else
-               "too few runs for a confidence interval")
-        verdict += (f" (not distinguishable from {_short(order[1].name)} at this confidence:"
-                    f" {why})")
-    return Ranking(version, tuple(e.name for e in order), first.name, last.name, ratio,
-                   distinct, verdict)
+        verdict += (f" (not established as cheapest: not distinguishable from"
+                    f" {_short(order[1].name)} at this confidence:"
+                    f" {_why_overlap(first.handshake_ms, order[1].handshake_ms)})")
+    elif not beats_last:
+        verdict += (f" (the ratio is not established at this confidence:"
+                    f" {_why_overlap(first.handshake_ms, last.handshake_ms)})")
+    return Ranking(version, tuple(e.name for e in order), first.name if distinct else None,
+                   last.name, ratio, distinct, verdict)
 
 
 __all__ = ["FAILING", "INCONCLUSIVE", "MEASURED", "MISMATCH", "NOT_RUN", "REFUSED", "TIMING_SCHEMA",

@@ -121,10 +121,24 @@ def _per_version(doc: JsonObject, member: str) -> dict[str, JsonObject]:
     return out
 
 
+def _version_status(doc: JsonObject) -> dict[str, str]:
+    """"supported" or "not_supported" per version the scan established: by the versions
+    phase, else by a group audit's `spoken` (`--checks groups`, a survey's default, runs no
+    versions phase; its group audit of TLS 1.3 and 1.2 still establishes whether each is
+    spoken). A version neither established is absent."""
+    status = {version: said for version, entry in _per_version(doc, "versions").items()
+              if (said := _str(entry.get("status"))) in ("supported", "not_supported")}
+    for version, entry in _per_version(doc, "groups").items():
+        spoken = entry.get("spoken")
+        if version not in status and isinstance(spoken, bool):
+            status[version] = "supported" if spoken else "not_supported"
+    return status
+
+
 def _versions(old: JsonObject, new: JsonObject) -> Iterator[Change]:
-    a, b = _per_version(old, "versions"), _per_version(new, "versions")
-    for version, entry in b.items():
-        before, after = _str(a.get(version, {}).get("status")), _str(entry.get("status"))
+    a, b = _version_status(old), _version_status(new)
+    for version, after in b.items():
+        before = a.get(version)
         if {before, after} != {"supported", "not_supported"}:
             continue        # the same, or not established on one side
         weak = version in WEAK_VERSIONS

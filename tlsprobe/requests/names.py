@@ -11,14 +11,20 @@ _OPTIONS = {"sni": "--sni", "no_sni": "--no-sni", "versions": "--tls1_3/--tls1_2
             "bpf": "-f/--filter", "interface": "-i/--interface", "count": "-c/--count",
             "buffer_mb": "-B/--buffer-size", "policies": "--policy"}
 #: the API's spellings that are not the field itself
-_PARAMETERS = {"sni": "server_name", "no_sni": "send_sni=False", "no_verify": "verify=False"}
+_PARAMETERS = {"sni": "server_name", "no_sni": "send_sni=False", "no_verify": "verify=False",
+               "timing_runs": "runs", "timing_warmup": "warmup", "timing_timeout": "timeout",
+               "timing_versions": "versions", "timing_groups": "groups",
+               "timing_suites": "suites", "timing_confidence": "confidence"}
 #: an example value per list: (as an option's text, as a parameter's value)
 _EXAMPLES = {"groups": ("x25519:P-256", "['x25519', 'P-256']"),
              "key_shares": ("x25519 (or none)", "['x25519'] (or [] for none)"),
              "sigalgs": ("rsa_pss_rsae_sha256", "['rsa_pss_rsae_sha256']"),
              "ciphers": ("ECDHE-RSA-AES128-GCM-SHA256", "['ECDHE-RSA-AES128-GCM-SHA256']"),
              "ciphersuites": ("TLS_AES_128_GCM_SHA256", "['TLS_AES_128_GCM_SHA256']"),
-             "versions": ("1.3", "['1.3']")}
+             "versions": ("1.3", "['1.3']"),
+             "timing_groups": ("x25519:ffdhe2048", "['x25519', 'ffdhe2048']"),
+             "timing_suites": ("TLS_AES_128_GCM_SHA256 (or all)",
+                               "['TLS_AES_128_GCM_SHA256'] (or 'all')")}
 
 
 @dataclass(frozen=True)

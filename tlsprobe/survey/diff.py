@@ -122,14 +122,19 @@ def _groups(doc: JsonObject) -> Known:
 
 
 def _versions(doc: JsonObject) -> Known:
-    """The versions the versions phase established (rows.py known_versions): without
-    it, none; an inconclusive one is not established."""
-    facts = []
+    """The versions the versions phase and the group audits established (rows.py
+    known_versions, as `survey summary` counts them): without either, none; an
+    inconclusive one is not established."""
+    facts: list[tuple[str, bool | None]] = []
     for v in _items(doc.get("versions")):
         version = v.get("version")
         if isinstance(version, dict):
             facts.append((str(version.get("name")),
                           {"supported": True, "not_supported": False}.get(str(v.get("status")))))
+    for g in _items(doc.get("groups")):
+        version, spoken = g.get("version"), g.get("spoken")
+        if isinstance(version, dict):
+            facts.append((str(version.get("name")), spoken if isinstance(spoken, bool) else None))
     return known_versions(facts)
 
 

@@ -93,6 +93,15 @@ def plan(version: int, group: int | None, server_name: str | None, *, suite: int
     return Plan(version, group, name, ClientConfig(**kw), suite, expect_group, companion)
 
 
+def untimeable(group: int, versions: tuple[int, ...]) -> str:
+    """Why explicit `group` gives no entry: "x (0x..): no key share can be computed here",
+    or not a group of the versions timed."""
+    wanted = " or ".join(registry.version_name(v) for v in versions)
+    return f"{registry.group_label(group)}: " + (
+        "no key share can be computed here" if not kex.is_computable(group)
+        else f"not a {wanted} group")
+
+
 def explicit_plans(options: TimingOptions) -> tuple[list[Plan], list[str]]:
     groups = options.groups or ()
     notes = [f"{registry.group_label(g)}: no key share can be computed here; not timed"
@@ -183,4 +192,4 @@ def plans_for(target: Target, options: TimingOptions) -> tuple[list[Plan], list[
 
 
 __all__ = ["Plan", "TimingOptions", "explicit_plans", "plan", "plans_for", "suite_applies",
-           "with_suites"]
+           "untimeable", "with_suites"]
