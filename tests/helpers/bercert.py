@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from tlsprobe.wire.spki import der_element
+from tlsprobe.wire.ber import der_element
 
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 

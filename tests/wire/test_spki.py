@@ -27,9 +27,9 @@ from tests.helpers.bercert import (
 )
 from tlsprobe.model.pubkey import certificate_key
 from tlsprobe.probes.audit.groups import _CERT_CURVES
+from tlsprobe.wire.ber import ber_element
 from tlsprobe.wire.spki import (
     EC_PUBLIC_KEY,
-    ber_element,
     certificate_shape,
     der_certificate,
     ec_named_curve,

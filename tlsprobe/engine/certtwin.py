@@ -31,7 +31,8 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from tlsprobe.engine.certext import basic_constraints, problem_of
 from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS
 from tlsprobe.model.pubkey import load_certificate
-from tlsprobe.wire.spki import der_certificate, der_element, der_length, oid_text
+from tlsprobe.wire.ber import der_element, der_length, oid_text
+from tlsprobe.wire.spki import der_certificate
 
 __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
            "readable_certificate", "readable_twin", "time_format_errors"]
