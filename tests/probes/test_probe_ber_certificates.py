@@ -12,9 +12,13 @@ subjectPublicKeyInfo (wire/spki.py). A certificate refused for its lengths alone
 as OpenSSL reads it, through a copy in DER (wire/spki.der_certificate), its signature
 checked over the bytes as sent: the trust verdict is OpenSSL's (it was "not established"),
 its fields are shown; one whose time OpenSSL cannot compare (a UTCTime without seconds)
-is OpenSSL's 13 (it was not established). One refused for another value (a
-PrintableString holding '@') keeps the verdict "not established" with the reason (no
-code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
+is OpenSSL's 13 (it was not established), its fields shown with that time as sent (the
+summary said "(unparsable certificate)"). Strings of a name cryptography refuses (a
+PrintableString holding '@', an IA5String holding a byte above 0x7F) and a version
+written out as v1 are read through the DER twin too (wire/dertwin.py): OpenSSL's
+verdict, where it was "not established". One refused for another value (parameters in
+its signature's AlgorithmIdentifier) keeps the verdict "not established" with the reason
+(no code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
 scan's certificate.not_verified is inconclusive, and a capture of the handshake shows the
 key.
 
@@ -50,6 +54,12 @@ CASES = {
                                 "TLS_RSA_WITH_AES_128_GCM_SHA256", "RSA"),
     "printablestring-tls13": ("subject-printablestring-at", "--tls1_3", "-tls1_3", 0, None,
                               "EC secp256r1"),
+    "ia5string-tls13": ("subject-ia5string-latin1", "--tls1_3", "-tls1_3", 0, None,
+                        "EC secp256r1"),
+    "version-v1-tls13": ("version-v1-written-out", "--tls1_3", "-tls1_3", 0, None,
+                         "EC secp256r1"),
+    "algorithm-parameters-tls13": ("algorithm-parameters", "--tls1_3", "-tls1_3", 0, None,
+                                   "EC secp256r1"),
     "issuer-indefinite-tls13": ("issuer-indefinite-length", "--tls1_3", "-tls1_3", 0, None,
                                 "EC secp256r1"),
 }
@@ -91,18 +101,23 @@ def test_a_leaf_openssl_reads_completes_the_handshake(tls_server: Callable[..., 
     verification = data["verification"]
     leaf = data["certificates"][0]
     assert leaf["key_type"] == key_type and leaf["key_bits"] in (256, 2048), leaf
-    if "length" in edit:   # read as OpenSSL reads it: OpenSSL's verdict, its fields shown
-        assert verification["code"] == code and verification["ok"] is True, verification
-        assert leaf["subject"] == "CN=localhost" and leaf["issuer"] == "CN=BER Test CA" and \
-            leaf["san"] == ["localhost", "127.0.0.1"], leaf
-        return
-    if edit.startswith("utctime"):   # read through a copy whose time is never current: 13
-        assert verification["code"] == code and verification["message"].startswith(
+    if edit != "algorithm-parameters":   # read as OpenSSL reads it: its verdict, fields shown
+        subject = {"subject-printablestring-at": "CN=local@host",
+                   "subject-ia5string-latin1": "CN=loc\u00e9l"}.get(edit, "CN=localhost")
+        assert leaf["subject"] == subject and leaf["issuer"] == "CN=BER Test CA" and \
+            leaf["san"] == ["localhost", "127.0.0.1"] and leaf["serial"] == "1234", leaf
+        assert verification["code"] == code, verification
+        if not edit.startswith("utctime"):
+            assert verification["ok"] is True, verification
+            return   # read through a copy whose time is never current: 13, shown as sent
+        assert verification["message"].startswith(
             f"{code} (format error in certificate's notBefore field)"), verification
-    else:
-        assert verification["code"] is None and verification["ok"] is False, verification
-        assert verification["message"].startswith("not established: the leaf cannot be "
-                                                  "parsed by cryptography"), verification
+        assert re.fullmatch(r"\(format error: \d{10}Z\)", leaf["not_before"]), leaf
+        assert leaf["not_after"].startswith("20"), leaf
+        return
+    assert verification["code"] is None and verification["ok"] is False, verification
+    assert verification["message"].startswith("not established: the leaf cannot be "
+                                              "parsed by cryptography"), verification
     assert leaf["subject"].startswith("(unparsable certificate") and \
         leaf["issuer"].startswith("(not read") and leaf["san"][0].startswith("(not read"), leaf
 
@@ -111,7 +126,7 @@ def test_a_leaf_openssl_reads_completes_the_handshake(tls_server: Callable[..., 
 def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
                                               run_cli: Callable[..., Any],
                                               tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
+    srv, ca = _serve(tls_server, tmp_path, "algorithm-parameters")
     res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
                   "--timeout", "10")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
@@ -129,7 +144,7 @@ def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
 def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[..., Any],
                                                        run_cli: Callable[..., Any],
                                                        tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
+    srv, ca = _serve(tls_server, tmp_path, "algorithm-parameters")
     res = run_cli("scan", f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
                   "--json", "--no-progress", "--no-policy", "--timeout", "10", timeout=180)
     assert res.stderr == "", res.stderr
@@ -152,7 +167,7 @@ def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[...
 def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any],
                                                   run_cli: Callable[..., Any],
                                                   tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
+    srv, ca = _serve(tls_server, tmp_path, "algorithm-parameters")
     pcap = tmp_path / "ber.pcap"
     res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
                   "--pcap-out", pcap, "--timeout", "10")
