@@ -204,3 +204,32 @@ def test_a_store_certificate_cryptography_cannot_parse_counts_for_every_verdict(
     ver = json.loads(res.stdout)["verification"]
     assert ver["code"] is None and ver["message"].startswith("not established: 10 ("), ver
     assert "an issuer OpenSSL takes may be among them" in ver["message"], ver
+
+
+@pytest.mark.needs_impl("openssl")
+def test_the_note_on_many_unparsable_certificates_is_capped(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A server sends 300 certificates cryptography cannot parse after its chain, off
+    OpenSSL's path (0). The note named each position: a 1.6 kB line for 300. It names six
+    and says how many more."""
+    root, inter, leaf, root_key, leaf_key = _codes_chain()
+    unrelated = pem(mangled(issued(ca_name="Another@CA"), "algorithm-parameters", ca=True))
+    leaf_files(tmp_path, leaf, leaf_key)
+    (tmp_path / "chain.pem").write_bytes(pem(inter) + unrelated * 300)
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(root))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key"), "-cert_chain",
+                                       str(tmp_path / "chain.pem")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == 0, text
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json",
+                  "--max-chain", "400", "--max-message", "1000000")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    assert len(data["certificates"]) == 302, len(data["certificates"])
+    ver = data["verification"]
+    assert ver["code"] == 0, ver
+    assert "certificates 2, 3, 4, 5, 6, 7 and 294 more of the chain cannot be parsed by " \
+        "cryptography, and OpenSSL's path does not go through them" in ver["message"], ver
+    assert len(ver["message"]) < 300, ver["message"]
