@@ -229,3 +229,40 @@ def test_a_generalized_time_before_2050_gets_openssls_verdict(
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     verification = json.loads(res.stdout)["verification"]
     assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("edit", ["utctime-without-seconds", "subject-printablestring-at"])
+def test_a_capture_shows_the_fields_the_trust_verdict_read(tls_server: Callable[..., Any],
+                                                          run_cli: Callable[..., Any],
+                                                          tmp_path: Path, edit: str) -> None:
+    """`tlsprobe pcap` summarises the leaf as the probe does: its fields, a time OpenSSL
+    cannot compare as sent (it showed "(unparsable certificate: ...)")."""
+    srv, ca = _serve(tls_server, tmp_path, edit)
+    pcap = tmp_path / "twin.pcap"
+    res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
+                  "--pcap-out", pcap, "--timeout", "10")
+    assert pcap.is_file(), res.stderr
+    res = run_cli("pcap", pcap, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    leaf = data.get("connections", [data])[0]["certificates"][0]
+    assert leaf["issuer"] == "CN=BER Test CA" and leaf["serial"] == "1234", leaf
+    assert leaf["subject"] == ("CN=local@host" if "printable" in edit else "CN=localhost"), leaf
+    assert leaf["not_before"].startswith("(format error: " if "utctime" in edit else "20"), leaf
+    text = run_cli("pcap", pcap).stdout
+    assert "unparsable" not in text, text
+
+
+@pytest.mark.needs_impl("openssl")
+def test_scan_html_shows_a_time_openssl_cannot_compare_whole(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The chain table cut each time to the minute: "(format error: 2" for a notBefore
+    OpenSSL cannot compare (13). It shows that one whole."""
+    srv, ca = _serve(tls_server, tmp_path, "utctime-without-seconds")
+    html = tmp_path / "scan.html"
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
+                  "--checks", "chain", "--no-progress", "--no-policy", "--html", html)
+    assert res.stderr == "" and html.is_file(), (res.returncode, res.stderr)
+    page = html.read_text()
+    assert re.search(r"<td>\(format error: \d{10}Z\)</td>", page), page
