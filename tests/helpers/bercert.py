@@ -121,6 +121,8 @@ EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "issuer-printablestring": (3, printable),
     "subject-ia5string-latin1": (5, _ia5_latin1),
     "version-v1-written-out": (0, lambda _: tlv(0xA0, tlv(0x02, b"\x00"))),
+    "version-v2": (0, lambda _: tlv(0xA0, tlv(0x02, b"\x01"))),
+    "version-v4": (0, lambda _: tlv(0xA0, tlv(0x02, b"\x03"))),
     "issuer-indefinite-length": (3, indefinite),
     "spki-indefinite-length": (6, indefinite),
 }

@@ -16,7 +16,9 @@ is OpenSSL's 13 (it was not established), its fields shown with that time as sen
 summary said "(unparsable certificate)"). Strings of a name cryptography refuses (a
 PrintableString holding '@', an IA5String holding a byte above 0x7F) and a version
 written out as v1 are read through the DER twin too (wire/dertwin.py): OpenSSL's
-verdict, where it was "not established". One refused for another value (parameters in
+verdict, where it was "not established"; so is a v2 or v4 certificate (read as v3, as
+OpenSSL checks it), which ended the handshake ("not a parsable DER certificate", exit 6)
+and, in the trust store, the run (internal error, exit 70). One refused for another value (parameters in
 its signature's AlgorithmIdentifier) keeps the verdict "not established" with the reason
 (no code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
 scan's certificate.not_verified is inconclusive, and a capture of the handshake shows the
@@ -58,6 +60,8 @@ CASES = {
                         "EC secp256r1"),
     "version-v1-tls13": ("version-v1-written-out", "--tls1_3", "-tls1_3", 0, None,
                          "EC secp256r1"),
+    "version-v2-tls13": ("version-v2", "--tls1_3", "-tls1_3", 0, None, "EC secp256r1"),
+    "version-v4-tls12-ske": ("version-v4", "--tls1_2", "-tls1_2", 0, None, "EC secp256r1"),
     "algorithm-parameters-tls13": ("algorithm-parameters", "--tls1_3", "-tls1_3", 0, None,
                                    "EC secp256r1"),
     "issuer-indefinite-tls13": ("issuer-indefinite-length", "--tls1_3", "-tls1_3", 0, None,
@@ -199,6 +203,22 @@ def test_a_root_in_ber_lengths_in_the_trust_store(tls_server: Callable[..., Any]
         assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
         verification = json.loads(res.stdout)["verification"]
         assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_v2_root_in_the_trust_store(tls_server: Callable[..., Any],
+                                      run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    chain = issued()
+    _, leaf, key = write(chain, chain.leaf_der, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)])
+    store = tmp_path / "v2.pem"
+    store.write_bytes(pem(mangled(chain, "version-v2", ca=True)))
+    assert _s_client(srv.port, store, "-tls1_3", None) == 0   # OpenSSL reads the root
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store,
+                  "--json", "--timeout", "10")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    verification = json.loads(res.stdout)["verification"]
+    assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
 
 
 def _generalized_not_before(chain: Issued) -> bytes:

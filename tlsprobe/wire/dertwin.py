@@ -7,7 +7,7 @@ OpenSSL's checks, written as `cryptography` loads it (measured with `openssl ver
 - every length definite and in its shortest form (wire/spki.der_certificate);
 - each extension's critical BOOLEAN as DER writes it (a byte other than 0x00 and 0xFF is
   TRUE; FALSE, the DEFAULT, left out);
-- a version written out as v1 (the DEFAULT) left out;
+- a version written out as v1 (the DEFAULT) left out, v2 or one above v3 as v3;
 - a PrintableString or IA5String of a name (issuer, subject) holding what its type does
   not allow ('@', '_', '*', a byte above 0x7F) as a UTF8String of the same characters,
   each byte one (OpenSSL's ASN1_STRING_to_UTF8): X509_NAME_cmp compares the canonical
@@ -99,7 +99,7 @@ def extension_list(der: bytes) -> tuple[int, int] | None:
 def der_twin(der: bytes, *, odd_times: bool = False) -> bytes:
     """The twin of the certificate `der` (the module's text; `der` itself when nothing was
     rewritten); ValueError when it does not have a certificate's outline."""
-    new = _explicit_v1(_plain_names(_critical_flags(der_certificate(der))))
+    new = _version(_plain_names(_critical_flags(der_certificate(der))))
     return _times(new)[0] if odd_times else new
 
 
@@ -161,14 +161,22 @@ def _critical_flags(der: bytes) -> bytes:
     return der if new == der[start:stop] else with_contents(der, 0, start, stop, new)
 
 
-def _explicit_v1(der: bytes) -> bytes:
-    """`der` without a version written out as v1, the DEFAULT (OpenSSL reads it as v1)."""
+def _version(der: bytes) -> bytes:
+    """`der` without a version written out as v1, the DEFAULT, and with v2 or a version
+    above v3 as v3: OpenSSL reads each (only v1 has a meaning of its own, EXFLAG_V1; the
+    others are checked alike but in strict mode, which s_client does not set)."""
     fields = _tbs_fields(der)
-    if not fields or fields[0][0] != 0xA0 or der[fields[0][1]:fields[0][2]] != b"\x02\x01\x00":
+    if not fields or fields[0][0] != 0xA0:
         return der
     _, body, end = der_element(der, 0, len(der))
     _, tbs, tbs_end = der_element(der, body, end)
-    return with_contents(der, 0, tbs, tbs_end, der[fields[0][2]:tbs_end])
+    version = der[fields[0][1]:fields[0][2]]
+    if version == b"\x02\x01\x00":
+        return with_contents(der, 0, tbs, tbs_end, der[fields[0][2]:tbs_end])
+    if len(version) == 3 and version[:2] == b"\x02\x01" and version[2] in range(1, 0x80) and \
+            version[2] != 2:
+        return with_contents(der, 0, fields[0][1], fields[0][2], b"\x02\x01\x02")
+    return der
 
 
 def _plain_names(der: bytes) -> bytes:
