@@ -63,8 +63,9 @@ TABLES = ("rich", "tlsprobe.report.audit_tables", "tlsprobe.report.tables")
 #: model share its one definition; 122 with wire.ber, the element reader wire.spki was
 #: split into at 414 lines: the group audit reads an ECDSA leaf's curve with it; 124 with
 #: engine.protection_base and engine.protection_cbc, the parts engine.protection was split
-#: into at 454 lines, which the engine package loaded whole before)
-GROUPS_ONLY_MAX = 124
+#: into at 454 lines, which the engine package loaded whole before; 125 with
+#: model.audit_parts, the answers model.audit was split into at 450 lines)
+GROUPS_ONLY_MAX = 125
 
 #: the end the counting scripts share: run the command line, its exit code in `code`
 _RUN_MAIN = """\
