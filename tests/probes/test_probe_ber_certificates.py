@@ -40,7 +40,16 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from tests.helpers.bercert import Issued, children, contents, issued, mangled, pem, tlv, write
+from tests.helpers.bercert import (
+    Issued,
+    children,
+    contents,
+    issued,
+    mangled,
+    pem,
+    tlv,
+    write,
+)
 
 #: (the leaf's edit, tlsprobe's version flag, s_client's flag, OpenSSL's verify code,
 #: tlsprobe's --ciphers or None, the key tlsprobe reads)

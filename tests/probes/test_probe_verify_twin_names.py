@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from tests.helpers.bercert import Issued, cn_name, issued, leaf_files, mangled, pem, signed_cert
+from tests.helpers.bercert import (
+    Issued,
+    cn_name,
+    issued,
+    leaf_files,
+    mangled,
+    pem,
+    signed_cert,
+)
 from tests.probes.test_probe_verify_openssl_codes import _openssl_verdict
 
 
