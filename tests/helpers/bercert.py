@@ -132,6 +132,8 @@ EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
 #: its signature, cryptography refuses it, and no DER twin reads it (wire/dertwin.py)
 WHOLE_EDITS = ("tbs-indefinite-length", "certificate-indefinite-length",
                "algorithm-parameters")
+#: no edit: the certificate signed again as it is (after its bytes were edited by hand)
+RESIGNED = "resigned"
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,7 @@ def mangled(chain: Issued, edit: str, *, ca: bool = False) -> bytes:
     if edit in EDITS:
         index, rewrite = EDITS[edit]
         fields[index] = rewrite(fields[index])
-    elif edit not in WHOLE_EDITS:
+    elif edit not in (*WHOLE_EDITS, RESIGNED):
         raise KeyError(edit)
     if edit == "algorithm-parameters":
         algorithm = tlv(0x30, children(algorithm)[0] + b"\x02\x01\x00")
