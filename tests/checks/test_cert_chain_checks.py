@@ -25,6 +25,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.checks.conftest import ScriptServer
 from tests.checks.pki import Pki, make_pki
+from tests.helpers.bercert import RESIGNED, Issued, mangled
 from tests.helpers.servers import CertSet, Server, start_server
 from tests.lab_servers.certs import CertFiles
 from tlsprobe.commands.scan import parse_checks
@@ -189,9 +190,12 @@ def test_sha1_signed_leaf_is_named_as_openssl_names_it(pki: Pki) -> None:
 
 
 @pytest.mark.needs_impl("openssl")
-def test_leaf_that_does_not_parse_is_not_said_unsent(pki: Pki) -> None:
-    """A leaf whose PrintableString holds '@' (OpenSSL serves it; `cryptography` refuses to
-    read it): the certificate checks are inconclusive without saying the server did not
+@pytest.mark.parametrize("odd", ["printable-at", "algorithm-parameters"])
+def test_leaf_that_does_not_parse_is_not_said_unsent(pki: Pki, odd: str) -> None:
+    """A leaf `cryptography` refuses to read, which OpenSSL serves and reads. Its
+    PrintableString holds '@': read through its DER twin (wire/dertwin.py), the checks
+    judge it (cert_lifetime was inconclusive). Its signature algorithm has parameters no
+    twin reads: the certificate checks are inconclusive without saying the server did not
     send a certificate. The handshake completes (its outline is a certificate's, OpenSSL
     reads it: tests/probes/test_probe_ber_certificates.py), so the reason is the leaf's."""
     key = ec.generate_private_key(ec.SECP256R1())
@@ -202,7 +206,11 @@ def test_leaf_that_does_not_parse_is_not_said_unsent(pki: Pki) -> None:
            .not_valid_before(pki.certs["b"].not_valid_before_utc)
            .not_valid_after(pki.certs["b"].not_valid_after_utc)
            .sign(pki.keys["b"], hashes.SHA256()).public_bytes(Encoding.DER))
-    der = der.replace(b"PRINTABLEX", b"PRINT@BLEX")
+    if odd == "printable-at":
+        der = mangled(Issued(pki.keys["b"], b"", key, der.replace(b"PRINTABLEX", b"PRINT@BLEX")),
+                      RESIGNED)
+    else:
+        der = mangled(Issued(pki.keys["b"], b"", key, der), "algorithm-parameters")
     leaf, key_file = pki.directory / "odd.crt", pki.directory / "odd.key"
     leaf.write_text("-----BEGIN CERTIFICATE-----\n" + base64.encodebytes(der).decode() +
                     "-----END CERTIFICATE-----\n")
@@ -213,9 +221,12 @@ def test_leaf_that_does_not_parse_is_not_said_unsent(pki: Pki) -> None:
     with start_server("openssl", cert="ecdsa", certs=files) as server:
         r = audit(server.port, "cert_lifetime", pki)
     c = result(r, "cert_lifetime")
+    if odd == "printable-at":
+        assert c.verdict is not Verdict.inconclusive, c
+        return
     assert c.verdict is Verdict.inconclusive, c
     assert "did not send" not in c.reason and "the leaf certificate does not parse" in \
-        c.reason and "PrintableString" in c.reason, c.reason
+        c.reason and "signature_alg" in c.reason, c.reason
 
 
 @pytest.mark.needs_impl("openssl")

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from tlsprobe.wire.spki import der_element
+from tlsprobe.wire.ber import der_element
 
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
 
@@ -87,6 +87,16 @@ def _printable_at(subject: bytes) -> bytes:
     return tlv(0x30, tlv(0x31, tlv(0x30, oid + tlv(0x13, b"local@host"))))
 
 
+def _ia5_latin1(subject: bytes) -> bytes:
+    """The first attribute's value as an IA5String holding a byte above 0x7F, which that
+    type does not allow: OpenSSL reads it (as the Latin-1 character), cryptography
+    refuses the name."""
+    (rdn,) = children(subject)[:1]
+    (attribute,) = children(rdn)
+    oid, _ = children(attribute)
+    return tlv(0x30, tlv(0x31, tlv(0x30, oid + tlv(0x16, b"loc\xe9l"))))
+
+
 def printable(name: bytes) -> bytes:
     """Every attribute value of a Name as a PrintableString of the same bytes: a value
     holding '@' (which that type does not allow) makes `cryptography` refuse the whole
@@ -109,11 +119,21 @@ EDITS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "rsa-key-long-lengths": (6, _rsa_key_long),
     "subject-printablestring-at": (5, _printable_at),
     "issuer-printablestring": (3, printable),
+    "subject-ia5string-latin1": (5, _ia5_latin1),
+    "version-v1-written-out": (0, lambda _: tlv(0xA0, tlv(0x02, b"\x00"))),
+    "version-v2": (0, lambda _: tlv(0xA0, tlv(0x02, b"\x01"))),
+    "version-v4": (0, lambda _: tlv(0xA0, tlv(0x02, b"\x03"))),
     "issuer-indefinite-length": (3, indefinite),
     "spki-indefinite-length": (6, indefinite),
 }
-#: the whole tbsCertificate, or the whole Certificate, with an indefinite length
-WHOLE_EDITS = ("tbs-indefinite-length", "certificate-indefinite-length")
+#: the whole tbsCertificate, or the whole Certificate, with an indefinite length; the
+#: signature's AlgorithmIdentifier (in the tbsCertificate and after it) with parameters
+#: ecdsa-with-SHA256 does not take (an INTEGER): OpenSSL reads the certificate and checks
+#: its signature, cryptography refuses it, and no DER twin reads it (wire/dertwin.py)
+WHOLE_EDITS = ("tbs-indefinite-length", "certificate-indefinite-length",
+               "algorithm-parameters")
+#: no edit: the certificate signed again as it is (after its bytes were edited by hand)
+RESIGNED = "resigned"
 
 
 @dataclass(frozen=True)
@@ -160,8 +180,11 @@ def mangled(chain: Issued, edit: str, *, ca: bool = False) -> bytes:
     if edit in EDITS:
         index, rewrite = EDITS[edit]
         fields[index] = rewrite(fields[index])
-    elif edit not in WHOLE_EDITS:
+    elif edit not in (*WHOLE_EDITS, RESIGNED):
         raise KeyError(edit)
+    if edit == "algorithm-parameters":
+        algorithm = tlv(0x30, children(algorithm)[0] + b"\x02\x01\x00")
+        fields[2] = algorithm
     new_tbs = tlv(0x30, b"".join(fields))
     if edit == "tbs-indefinite-length":
         new_tbs = indefinite(new_tbs)

@@ -166,7 +166,7 @@ def test_nested_indefinite_lengths_are_read_in_linear_time(
     """A 250 kB leaf of 24 nested indefinite lengths around 125,000 elements: each reader
     of the certificate (the guard, its key, its summary, the copy in DER, the trust
     verdict) walked the nest again from each depth, 3 s of CPU for a hostile server's one
-    message; it is now read once (wire/spki._ends). Judged by the child's CPU time."""
+    message; it is now read once (wire/ber._ends). Judged by the child's CPU time."""
     der = _deep_issuer(issued(identity().key).leaf_der, 24, 125_000)
 
     listener = _serve_leaf(hostile_server, der)

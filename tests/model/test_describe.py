@@ -42,14 +42,18 @@ def test_certificate_info_never_raises() -> None:
     assert info.subject.startswith("(unparsable certificate") and len(info.sha256) == 64
 
 
-def test_certificate_of_an_unknown_x509_version_is_unparsable_not_raised() -> None:
+def test_certificate_of_an_unknown_x509_version_is_read_or_unparsable_not_raised() -> None:
     """cryptography raises InvalidVersion (no ValueError) for an X.509 version other than
-    1 and 3: a byte of a captured certificate is enough (found by the capture fuzz test)."""
+    1 and 3: a byte of a captured certificate is enough (found by the capture fuzz test).
+    A v2 one is read as OpenSSL reads it (as v3: wire/dertwin.py); a negative version,
+    which no twin reads, is unparsable, never raised."""
     from tests.hostile.tls import identity
     der = identity().der
     v3 = b"\xa0\x03\x02\x01\x02"
     assert der.count(v3) == 1
     info = describe.certificate_info(der.replace(v3, b"\xa0\x03\x02\x01\x01"))
+    assert info.subject == "CN=hostile.test", info
+    info = describe.certificate_info(der.replace(v3, b"\xa0\x03\x02\x01\xff"))
     assert info.subject.startswith("(unparsable certificate") and "version" in info.subject
 
 

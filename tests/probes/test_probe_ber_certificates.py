@@ -12,9 +12,15 @@ subjectPublicKeyInfo (wire/spki.py). A certificate refused for its lengths alone
 as OpenSSL reads it, through a copy in DER (wire/spki.der_certificate), its signature
 checked over the bytes as sent: the trust verdict is OpenSSL's (it was "not established"),
 its fields are shown; one whose time OpenSSL cannot compare (a UTCTime without seconds)
-is OpenSSL's 13 (it was not established). One refused for another value (a
-PrintableString holding '@') keeps the verdict "not established" with the reason (no
-code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
+is OpenSSL's 13 (it was not established), its fields shown with that time as sent (the
+summary said "(unparsable certificate)"). Strings of a name cryptography refuses (a
+PrintableString holding '@', an IA5String holding a byte above 0x7F) and a version
+written out as v1 are read through the DER twin too (wire/dertwin.py): OpenSSL's
+verdict, where it was "not established"; so is a v2 or v4 certificate (read as v3, as
+OpenSSL checks it), which ended the handshake ("not a parsable DER certificate", exit 6)
+and, in the trust store, the run (internal error, exit 70). One refused for another value (parameters in
+its signature's AlgorithmIdentifier) keeps the verdict "not established" with the reason
+(no code: never "untrusted", never "trusted"), the certificate's unread fields say so, a
 scan's certificate.not_verified is inconclusive, and a capture of the handshake shows the
 key.
 
@@ -34,7 +40,16 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from tests.helpers.bercert import Issued, children, contents, issued, mangled, pem, tlv, write
+from tests.helpers.bercert import (
+    Issued,
+    children,
+    contents,
+    issued,
+    mangled,
+    pem,
+    tlv,
+    write,
+)
 
 #: (the leaf's edit, tlsprobe's version flag, s_client's flag, OpenSSL's verify code,
 #: tlsprobe's --ciphers or None, the key tlsprobe reads)
@@ -50,6 +65,14 @@ CASES = {
                                 "TLS_RSA_WITH_AES_128_GCM_SHA256", "RSA"),
     "printablestring-tls13": ("subject-printablestring-at", "--tls1_3", "-tls1_3", 0, None,
                               "EC secp256r1"),
+    "ia5string-tls13": ("subject-ia5string-latin1", "--tls1_3", "-tls1_3", 0, None,
+                        "EC secp256r1"),
+    "version-v1-tls13": ("version-v1-written-out", "--tls1_3", "-tls1_3", 0, None,
+                         "EC secp256r1"),
+    "version-v2-tls13": ("version-v2", "--tls1_3", "-tls1_3", 0, None, "EC secp256r1"),
+    "version-v4-tls12-ske": ("version-v4", "--tls1_2", "-tls1_2", 0, None, "EC secp256r1"),
+    "algorithm-parameters-tls13": ("algorithm-parameters", "--tls1_3", "-tls1_3", 0, None,
+                                   "EC secp256r1"),
     "issuer-indefinite-tls13": ("issuer-indefinite-length", "--tls1_3", "-tls1_3", 0, None,
                                 "EC secp256r1"),
 }
@@ -91,18 +114,23 @@ def test_a_leaf_openssl_reads_completes_the_handshake(tls_server: Callable[..., 
     verification = data["verification"]
     leaf = data["certificates"][0]
     assert leaf["key_type"] == key_type and leaf["key_bits"] in (256, 2048), leaf
-    if "length" in edit:   # read as OpenSSL reads it: OpenSSL's verdict, its fields shown
-        assert verification["code"] == code and verification["ok"] is True, verification
-        assert leaf["subject"] == "CN=localhost" and leaf["issuer"] == "CN=BER Test CA" and \
-            leaf["san"] == ["localhost", "127.0.0.1"], leaf
-        return
-    if edit.startswith("utctime"):   # read through a copy whose time is never current: 13
-        assert verification["code"] == code and verification["message"].startswith(
+    if edit != "algorithm-parameters":   # read as OpenSSL reads it: its verdict, fields shown
+        subject = {"subject-printablestring-at": "CN=local@host",
+                   "subject-ia5string-latin1": "CN=loc\u00e9l"}.get(edit, "CN=localhost")
+        assert leaf["subject"] == subject and leaf["issuer"] == "CN=BER Test CA" and \
+            leaf["san"] == ["localhost", "127.0.0.1"] and leaf["serial"] == "1234", leaf
+        assert verification["code"] == code, verification
+        if not edit.startswith("utctime"):
+            assert verification["ok"] is True, verification
+            return   # read through a copy whose time is never current: 13, shown as sent
+        assert verification["message"].startswith(
             f"{code} (format error in certificate's notBefore field)"), verification
-    else:
-        assert verification["code"] is None and verification["ok"] is False, verification
-        assert verification["message"].startswith("not established: the leaf cannot be "
-                                                  "parsed by cryptography"), verification
+        assert re.fullmatch(r"\(format error: \d{10}Z\)", leaf["not_before"]), leaf
+        assert leaf["not_after"].startswith("20"), leaf
+        return
+    assert verification["code"] is None and verification["ok"] is False, verification
+    assert verification["message"].startswith("not established: the leaf cannot be "
+                                              "parsed by cryptography"), verification
     assert leaf["subject"].startswith("(unparsable certificate") and \
         leaf["issuer"].startswith("(not read") and leaf["san"][0].startswith("(not read"), leaf
 
@@ -111,7 +139,7 @@ def test_a_leaf_openssl_reads_completes_the_handshake(tls_server: Callable[..., 
 def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
                                               run_cli: Callable[..., Any],
                                               tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
+    srv, ca = _serve(tls_server, tmp_path, "algorithm-parameters")
     res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
                   "--timeout", "10")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
@@ -129,7 +157,7 @@ def test_the_text_view_says_what_was_not_read(tls_server: Callable[..., Any],
 def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[..., Any],
                                                        run_cli: Callable[..., Any],
                                                        tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
+    srv, ca = _serve(tls_server, tmp_path, "algorithm-parameters")
     res = run_cli("scan", f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
                   "--json", "--no-progress", "--no-policy", "--timeout", "10", timeout=180)
     assert res.stderr == "", res.stderr
@@ -152,7 +180,7 @@ def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[...
 def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any],
                                                   run_cli: Callable[..., Any],
                                                   tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "subject-printablestring-at")
+    srv, ca = _serve(tls_server, tmp_path, "algorithm-parameters")
     pcap = tmp_path / "ber.pcap"
     res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
                   "--pcap-out", pcap, "--timeout", "10")
@@ -186,6 +214,22 @@ def test_a_root_in_ber_lengths_in_the_trust_store(tls_server: Callable[..., Any]
         assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
 
 
+@pytest.mark.needs_impl("openssl")
+def test_a_v2_root_in_the_trust_store(tls_server: Callable[..., Any],
+                                      run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    chain = issued()
+    _, leaf, key = write(chain, chain.leaf_der, tmp_path)
+    srv = tls_server("openssl", extra=["-cert", str(leaf), "-key", str(key)])
+    store = tmp_path / "v2.pem"
+    store.write_bytes(pem(mangled(chain, "version-v2", ca=True)))
+    assert _s_client(srv.port, store, "-tls1_3", None) == 0   # OpenSSL reads the root
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store,
+                  "--json", "--timeout", "10")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    verification = json.loads(res.stdout)["verification"]
+    assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
+
+
 def _generalized_not_before(chain: Issued) -> bytes:
     """The leaf with its notBefore as a GeneralizedTime (RFC 5280 4.1.2.5 asks a UTCTime
     before 2050), signed again by the CA."""
@@ -214,3 +258,40 @@ def test_a_generalized_time_before_2050_gets_openssls_verdict(
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     verification = json.loads(res.stdout)["verification"]
     assert verification["code"] == 0 and verification["message"] == "0 (ok)", verification
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("edit", ["utctime-without-seconds", "subject-printablestring-at"])
+def test_a_capture_shows_the_fields_the_trust_verdict_read(tls_server: Callable[..., Any],
+                                                          run_cli: Callable[..., Any],
+                                                          tmp_path: Path, edit: str) -> None:
+    """`tlsprobe pcap` summarises the leaf as the probe does: its fields, a time OpenSSL
+    cannot compare as sent (it showed "(unparsable certificate: ...)")."""
+    srv, ca = _serve(tls_server, tmp_path, edit)
+    pcap = tmp_path / "twin.pcap"
+    res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
+                  "--pcap-out", pcap, "--timeout", "10")
+    assert pcap.is_file(), res.stderr
+    res = run_cli("pcap", pcap, "--json")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    leaf = data.get("connections", [data])[0]["certificates"][0]
+    assert leaf["issuer"] == "CN=BER Test CA" and leaf["serial"] == "1234", leaf
+    assert leaf["subject"] == ("CN=local@host" if "printable" in edit else "CN=localhost"), leaf
+    assert leaf["not_before"].startswith("(format error: " if "utctime" in edit else "20"), leaf
+    text = run_cli("pcap", pcap).stdout
+    assert "unparsable" not in text, text
+
+
+@pytest.mark.needs_impl("openssl")
+def test_scan_html_shows_a_time_openssl_cannot_compare_whole(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """The chain table cut each time to the minute: "(format error: 2" for a notBefore
+    OpenSSL cannot compare (13). It shows that one whole."""
+    srv, ca = _serve(tls_server, tmp_path, "utctime-without-seconds")
+    html = tmp_path / "scan.html"
+    res = run_cli("scan", f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", ca,
+                  "--checks", "chain", "--no-progress", "--no-policy", "--html", html)
+    assert res.stderr == "" and html.is_file(), (res.returncode, res.stderr)
+    page = html.read_text()
+    assert re.search(r"<td>\(format error: \d{10}Z\)</td>", page), page

@@ -1,6 +1,7 @@
-"""A certificate of the server's chain that `cryptography` cannot parse (OpenSSL reads it: its
-issuer name's values as PrintableStrings holding '@'; lengths in BER's other forms are
-read through a DER twin now), other than the leaf, makes the trust verdict
+"""A certificate of the server's chain that `cryptography` cannot parse (OpenSSL reads it:
+parameters in its signature's AlgorithmIdentifier that ecdsa-with-SHA256 does not take;
+lengths in BER's other forms, strings of names such as a PrintableString holding '@', are
+read through a DER twin now: wire/dertwin.py), other than the leaf, makes the trust verdict
 "not established" only when OpenSSL's path may go through it. tlsprobe said "not
 established" for any such certificate: an extra unrelated one, or a copy of the root past
 the trust anchor, where `openssl s_client -verify_return_error` says 0 (or 20 for a chain
@@ -36,7 +37,7 @@ DAY = datetime.timedelta(days=1)
 def _codes_chain() -> tuple[bytes, bytes, bytes, ec.EllipticCurvePrivateKey,
                                ec.EllipticCurvePrivateKey]:
     """(root, intermediate, leaf, the root's key, the leaf's): CN=Codes@Root, CN=Codes CA,
-    CN=localhost ('@': the root's name, as an issuer's, turns unparsable in `_ber`)."""
+    CN=localhost (`_ber` makes one of them unparsable)."""
     root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
     root = signed_cert(cn_name("Codes@Root"), root_key, cn_name("Codes@Root"), root_key, True)
     inter = signed_cert(cn_name("Codes CA"), inter_key, cn_name("Codes@Root"), root_key, True)
@@ -45,9 +46,9 @@ def _codes_chain() -> tuple[bytes, bytes, bytes, ec.EllipticCurvePrivateKey,
 
 
 def _ber(der: bytes, signer: ec.EllipticCurvePrivateKey) -> bytes:
-    """`der` with its issuer name's values as PrintableStrings (cryptography refuses the
-    '@' in them, even in DER; OpenSSL reads them), signed again by `signer`."""
-    return mangled(Issued(signer, b"", signer, der), "issuer-printablestring")
+    """`der` with parameters in its signature's AlgorithmIdentifier (cryptography refuses
+    them, and no DER twin reads them; OpenSSL reads them), signed again by `signer`."""
+    return mangled(Issued(signer, b"", signer, der), "algorithm-parameters")
 
 
 #: the sent chain after the leaf, and whether the store holds the chain's root: (what is
@@ -71,7 +72,7 @@ def test_an_unparsable_certificate_counts_only_on_the_path(
     root, inter, leaf, root_key, leaf_key = _codes_chain()
     other = issued(ca_name="Another@CA")
     made = {"inter": inter, "inter-ber": _ber(inter, root_key), "root-ber": _ber(root, root_key),
-            "unrelated": mangled(other, "issuer-printablestring", ca=True)}
+            "unrelated": mangled(other, "algorithm-parameters", ca=True)}
     leaf_files(tmp_path, leaf, leaf_key)
     (tmp_path / "chain.pem").write_bytes(b"".join(pem(made[k]) for k in sent))
     store = tmp_path / "store.pem"
@@ -110,7 +111,7 @@ def test_a_store_certificate_cryptography_cannot_parse_counts_only_by_its_name(
     other = issued(ca_name="BER@Test CA" if named else "Unrelated@CA")   # another key
     store = tmp_path / "store.pem"
     store.write_bytes(pem(issued(ca_name="Elsewhere CA").ca_der) +
-                      pem(mangled(other, "issuer-printablestring", ca=True)))
+                      pem(mangled(other, "algorithm-parameters", ca=True)))
     srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
                                        str(tmp_path / "leaf.key")])
     code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
@@ -140,7 +141,7 @@ def test_a_store_certificate_cryptography_cannot_parse_above_a_store_intermediat
     leaf_files(tmp_path, leaf, leaf_key)
     store = tmp_path / "store.pem"
     store.write_bytes(pem(inter) + pem(_ber(root, root_key) if root_in_ber else mangled(
-        issued(ca_name="Unrelated@CA"), "issuer-printablestring", ca=True)))
+        issued(ca_name="Unrelated@CA"), "algorithm-parameters", ca=True)))
     srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
                                        str(tmp_path / "leaf.key")])
     code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
@@ -203,3 +204,32 @@ def test_a_store_certificate_cryptography_cannot_parse_counts_for_every_verdict(
     ver = json.loads(res.stdout)["verification"]
     assert ver["code"] is None and ver["message"].startswith("not established: 10 ("), ver
     assert "an issuer OpenSSL takes may be among them" in ver["message"], ver
+
+
+@pytest.mark.needs_impl("openssl")
+def test_the_note_on_many_unparsable_certificates_is_capped(
+        tls_server: Callable[..., Any], run_cli: Callable[..., Any], tmp_path: Path) -> None:
+    """A server sends 300 certificates cryptography cannot parse after its chain, off
+    OpenSSL's path (0). The note named each position: a 1.6 kB line for 300. It names six
+    and says how many more."""
+    root, inter, leaf, root_key, leaf_key = _codes_chain()
+    unrelated = pem(mangled(issued(ca_name="Another@CA"), "algorithm-parameters", ca=True))
+    leaf_files(tmp_path, leaf, leaf_key)
+    (tmp_path / "chain.pem").write_bytes(pem(inter) + unrelated * 300)
+    store = tmp_path / "store.pem"
+    store.write_bytes(pem(root))
+    srv = tls_server("openssl", extra=["-cert", str(tmp_path / "leaf.pem"), "-key",
+                                       str(tmp_path / "leaf.key"), "-cert_chain",
+                                       str(tmp_path / "chain.pem")])
+    code, text = _openssl_verdict(srv.port, store, "localhost")   # the real tool first
+    assert code == 0, text
+    res = run_cli(f"127.0.0.1:{srv.port}", "--sni", "localhost", "--cafile", store, "--json",
+                  "--max-chain", "400", "--max-message", "1000000")
+    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
+    data = json.loads(res.stdout)
+    assert len(data["certificates"]) == 302, len(data["certificates"])
+    ver = data["verification"]
+    assert ver["code"] == 0, ver
+    assert "certificates 2, 3, 4, 5, 6, 7 and 294 more of the chain cannot be parsed by " \
+        "cryptography, and OpenSSL's path does not go through them" in ver["message"], ver
+    assert len(ver["message"]) < 300, ver["message"]

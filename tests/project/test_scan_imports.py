@@ -60,8 +60,12 @@ TABLES = ("rich", "tlsprobe.report.audit_tables", "tlsprobe.report.tables")
 #: ([::1]:443) once for net.target and every report that names a target; 120 with
 #: engine.applying and engine.hellos, the parts engine.client was split into at 455 lines;
 #: 121 with escaping, the one escaping style moved out of wire._util so that policy and
-#: model share its one definition)
-GROUPS_ONLY_MAX = 121
+#: model share its one definition; 122 with wire.ber, the element reader wire.spki was
+#: split into at 414 lines: the group audit reads an ECDSA leaf's curve with it; 124 with
+#: engine.protection_base and engine.protection_cbc, the parts engine.protection was split
+#: into at 454 lines, which the engine package loaded whole before; 125 with
+#: model.audit_parts, the answers model.audit was split into at 450 lines)
+GROUPS_ONLY_MAX = 125
 
 #: the end the counting scripts share: run the command line, its exit code in `code`
 _RUN_MAIN = """\

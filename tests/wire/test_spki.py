@@ -27,9 +27,9 @@ from tests.helpers.bercert import (
 )
 from tlsprobe.model.pubkey import certificate_key
 from tlsprobe.probes.audit.groups import _CERT_CURVES
+from tlsprobe.wire.ber import ber_element
 from tlsprobe.wire.spki import (
     EC_PUBLIC_KEY,
-    ber_element,
     certificate_shape,
     der_certificate,
     ec_named_curve,
@@ -97,7 +97,7 @@ def test_the_key_of_a_ber_certificate_is_cryptographys_key_of_the_der_one(edit: 
     chain = issued(rsa.generate_private_key(65537, 2048) if edit.startswith("rsa") else None,
                    ca_name="BER@Test CA" if "printable" in edit else "BER Test CA")
     der = mangled(chain, edit)
-    with pytest.raises(ValueError):
+    with pytest.raises((ValueError, x509.InvalidVersion)):   # (v2, v4: no ValueError)
         x509.load_der_x509_certificate(der)
     certificate_shape(der)
     expected = x509.load_der_x509_certificate(chain.leaf_der).public_key().public_bytes(

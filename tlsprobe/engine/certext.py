@@ -33,7 +33,7 @@ from tlsprobe.engine.nameconstraints import (
     same_name,
     subject_text,
 )
-from tlsprobe.wire.spki import der_element
+from tlsprobe.wire.ber import der_element
 
 __all__ = ["basic_constraints", "invalid_extension", "invalid_near", "problem_of", "unreadable"]
 

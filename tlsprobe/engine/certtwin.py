@@ -31,7 +31,15 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from tlsprobe.engine.certext import basic_constraints, problem_of
 from tlsprobe.engine.nameconstraints import NO_NAME, ODD_ADDRESS
 from tlsprobe.model.pubkey import load_certificate
-from tlsprobe.wire.spki import der_certificate, der_element, der_length, oid_text
+from tlsprobe.wire.ber import der_element, oid_text
+from tlsprobe.wire.dertwin import (
+    der_twin,
+    extension_list,
+    positions,
+    tlv,
+    uncomparable_times,
+    with_contents,
+)
 
 __all__ = ["NO_NAME", "NO_PURPOSE", "ODD_ADDRESS", "original_of", "parsed_twin",
            "readable_certificate", "readable_twin", "time_format_errors"]
@@ -50,10 +58,6 @@ _LOCK = threading.Lock()
 NO_PURPOSE = x509.ObjectIdentifier("2.25.329800735698586629295641978511506172918.1")
 
 
-def _tlv(tag: int, body: bytes) -> bytes:
-    return bytes([tag]) + der_length(len(body)) + body
-
-
 def _oid(oid: x509.ObjectIdentifier) -> bytes:
     arcs = [int(a) for a in oid.dotted_string.split(".")]
     body = bytearray()
@@ -63,12 +67,12 @@ def _oid(oid: x509.ObjectIdentifier) -> bytes:
             n >>= 7
             chunk.append(0x80 | (n & 0x7F))
         body += bytes(reversed(chunk))
-    return _tlv(0x06, bytes(body))
+    return tlv(0x06, bytes(body))
 
 
 def _other_name(oid: x509.ObjectIdentifier, value: bytes = b"") -> bytes:
     """An otherName GeneralName ([0] type-id, [0] EXPLICIT an OCTET STRING of `value`)."""
-    return _tlv(0xA0, _oid(oid) + _tlv(0xA0, _tlv(0x04, value)))
+    return tlv(0xA0, _oid(oid) + tlv(0xA0, tlv(0x04, value)))
 
 
 def _elements(value: bytes) -> list[tuple[int, bytes, bytes]]:
@@ -84,18 +88,18 @@ def _elements(value: bytes) -> list[tuple[int, bytes, bytes]]:
 
 def _basic_constraints(value: bytes) -> bytes:
     ca, length = basic_constraints(value)
-    return _tlv(0x30, b"\x01\x01\xff" + (_tlv(0x02, length) if length else b"")) if ca \
+    return tlv(0x30, b"\x01\x01\xff" + (tlv(0x02, length) if length else b"")) if ca \
         else b"\x30\x00"
 
 
 def _usages(value: bytes) -> bytes:
-    return value if _elements(value) else _tlv(0x30, _oid(NO_PURPOSE))
+    return value if _elements(value) else tlv(0x30, _oid(NO_PURPOSE))
 
 
 def _names(value: bytes) -> bytes:
     names = [_other_name(ODD_ADDRESS, body) if tag == 0x87 and len(body) not in (4, 16)
              else whole for tag, body, whole in _elements(value)]
-    return _tlv(0x30, b"".join(names) or _other_name(NO_NAME))
+    return tlv(0x30, b"".join(names) or _other_name(NO_NAME))
 
 
 def _subtree(whole: bytes) -> bytes:
@@ -103,13 +107,13 @@ def _subtree(whole: bytes) -> bytes:
     tag, body, _ = parts[0]
     if tag != 0x87 or len(body) in (8, 32):
         return whole
-    return _tlv(0x30, _other_name(ODD_ADDRESS, body) + b"".join(p[2] for p in parts[1:]))
+    return tlv(0x30, _other_name(ODD_ADDRESS, body) + b"".join(p[2] for p in parts[1:]))
 
 
 def _constraints(value: bytes) -> bytes:
-    lists = [_tlv(tag, b"".join(_subtree(w) for _, _, w in _elements(whole)))
+    lists = [tlv(tag, b"".join(_subtree(w) for _, _, w in _elements(whole)))
              for tag, body, whole in _elements(value) if body]
-    return _tlv(0x30, b"".join(lists) or _tlv(0xA0, _tlv(0x30, _other_name(NO_NAME))))
+    return tlv(0x30, b"".join(lists) or tlv(0xA0, tlv(0x30, _other_name(NO_NAME))))
 
 
 #: the rewriting of each extension whose forms are read here, by OID
@@ -129,74 +133,33 @@ def readable_twin(cert: x509.Certificate) -> x509.Certificate:
         return _twin(cert) or cert
 
 
-def _with_contents(der: bytes, at: int, start: int, stop: int, new: bytes) -> bytes:
-    """The DER element at `at` with the contents [start, stop) of an element inside it
-    replaced by `new`, each enclosing length written anew."""
-    tag, body, end = der_element(der, at, len(der))
-    if (body, end) == (start, stop):
-        inner = new
-    else:
-        parts, pos = [], body
-        while pos < end:
-            child_end = der_element(der, pos, end)[2]
-            parts.append(_with_contents(der, pos, start, stop, new) if pos <= start < child_end
-                         else der[pos:child_end])
-            pos = child_end
-        inner = b"".join(parts)
-    return bytes([tag]) + der_length(len(inner)) + inner
-
-
 @lru_cache(maxsize=64)
 def _twin(cert: x509.Certificate) -> x509.Certificate | None:
     der = cert.public_bytes(Encoding.DER)
     try:
-        span = _extension_list(der)
+        span = extension_list(der)
         if span is None:
             return None
         parts, changed, at = [], False, span[0]
         while at < span[1]:   # each extension read once: a hostile list costs linear time
             _, body, end = der_element(der, at, span[1])
-            fields = [der_element(der, pos, end) for pos in _positions(der, body, end)]
-            head = _positions(der, body, end)[-1]   # the OCTET STRING's header
+            fields = [der_element(der, pos, end) for pos in positions(der, body, end)]
+            head = positions(der, body, end)[-1]   # the OCTET STRING's header
             oid, value = oid_text(der[fields[0][1]:fields[0][2]]), der[fields[-1][1]:end]
             rewrite = _REWRITES.get(oid)
             new = value if rewrite is None or problem_of(oid, value) is not None \
                 else rewrite(value)   # (one OpenSSL refuses: certext.py judged it, 20)
             changed = changed or new != value
             parts.append(der[at:end] if new == value else
-                         _tlv(0x30, der[body:head] + _tlv(0x04, new)))
+                         tlv(0x30, der[body:head] + tlv(0x04, new)))
             at = end
         if not changed:
             return None
-        twin = load_certificate(_with_contents(der, 0, *span, b"".join(parts)))
+        twin = load_certificate(with_contents(der, 0, *span, b"".join(parts)))
         len(twin.extensions)
     except (ValueError, TypeError, x509.DuplicateExtension):
         return None
     return twin
-
-
-def _positions(der: bytes, start: int, end: int) -> list[int]:
-    """Where each element from `start` to `end` begins."""
-    out = []
-    while start < end:
-        out.append(start)
-        start = der_element(der, start, end)[2]
-    return out
-
-
-def _extension_list(der: bytes) -> tuple[int, int] | None:
-    """(start, end) of the contents of a DER certificate's SEQUENCE OF Extension, None
-    when it has none; ValueError when it is not DER of a certificate's shape."""
-    _, body, end = der_element(der, 0, len(der))
-    _, at, tbs_end = der_element(der, body, end)
-    found = None
-    while at < tbs_end:
-        tag, start, at = der_element(der, at, tbs_end)
-        found = (start, at) if tag == 0xA3 else found
-    if found is None:
-        return None
-    _, start, stop = der_element(der, *found)
-    return start, stop
 
 
 def parsed_twin(der: bytes, *, pinned: bool = False,
@@ -211,8 +174,7 @@ def parsed_twin(der: bytes, *, pinned: bool = False,
     current (`time_format_errors`), for the trust verdict alone (no other reader may
     take that stand-in for the certificate's time)."""
     try:
-        new = _critical_flags(der_certificate(der))
-        new = _times(new)[0] if odd_times else new
+        new = der_twin(der, odd_times=odd_times)
         twin = load_certificate(new) if new != der else None
     except (ValueError, x509.InvalidVersion):   # (no ValueError: X.509 v2, v4+)
         return None
@@ -255,45 +217,6 @@ def original_of(cert: x509.Certificate) -> bytes | None:
     return original
 
 
-#: what stands for a time OpenSSL cannot compare (X509_cmp_time): never current
-_NEVER = (b"\x18\x0f99991231235959Z", b"\x18\x0f19500101000000Z")
-
-
-def _well_formed(tag: int, value: bytes) -> bool:
-    """A time X509_cmp_time (OpenSSL 3.0) compares: a UTCTime of 12 digits and Z, or a
-    GeneralizedTime of 14 digits and Z (no fraction, no offset, seconds written)."""
-    size = {0x17: 13, 0x18: 15}.get(tag)
-    return size == len(value) and value[:-1].isdigit() and value.endswith(b"Z")
-
-
-def _times(der: bytes) -> tuple[bytes, tuple[bool, bool]]:
-    """`der` (a certificate in DER lengths) with each validity time OpenSSL cannot compare
-    replaced by a stand-in that is never current, and which were: (notBefore,
-    notAfter). OpenSSL reads such a certificate and says 13 or 14 when it checks its
-    dates; ValueError for one not of a certificate's shape."""
-    _, body, end = der_element(der, 0, len(der))
-    _, at, tbs_end = der_element(der, body, end)
-    fields = []
-    while at < tbs_end:
-        fields.append(der_element(der, at, tbs_end))
-        at = fields[-1][2]
-    index = 4 if fields and fields[0][0] == 0xA0 else 3
-    if len(fields) <= index:
-        raise ValueError("no validity")
-    _, start, stop = fields[index]
-    spans = _spans(der, start, stop)
-    bad = [not _well_formed(der[a], der[der_element(der, a, b)[1]:b]) for a, b in spans]
-    if len(bad) != 2 or not any(bad):
-        return der, (False, False)
-    new = b"".join(_NEVER[i] if bad[i] else der[a:b] for i, (a, b) in enumerate(spans))
-    return _with_contents(der, 0, start, stop, new), (bad[0], bad[1])
-
-
-def _spans(der: bytes, start: int, end: int) -> list[tuple[int, int]]:
-    """(start, end) of each whole element from `start` to `end`."""
-    return [(p, der_element(der, p, end)[2]) for p in _positions(der, start, end)]
-
-
 def time_format_errors(cert: x509.Certificate) -> tuple[bool, bool]:
     """Whether the notBefore and the notAfter of the certificate as sent are times OpenSSL
     cannot compare (13, 14): only a twin's (`parsed_twin`) can be."""
@@ -301,28 +224,7 @@ def time_format_errors(cert: x509.Certificate) -> tuple[bool, bool]:
     if original is None:
         return False, False
     try:
-        return _times(der_certificate(original))[1]
+        found = uncomparable_times(original)
     except ValueError:
         return False, False
-
-
-def _critical_flags(der: bytes) -> bytes:
-    """`der` with each extension's critical BOOLEAN as DER writes it (TRUE as 0xFF, FALSE
-    left out); ValueError for a certificate not in DER otherwise."""
-    span = _extension_list(der)
-    if span is None:
-        return der
-    start, stop = span
-    extensions, at = [], start
-    while at < stop:
-        _, part, at = der_element(der, at, stop)
-        fields = []
-        while part < at:
-            tag, value, end = der_element(der, part, at)
-            if tag == 0x01 and end - value == 1:
-                fields.append(b"\x01\x01\xff" if der[value] else b"")
-            else:
-                fields.append(der[part:end])
-            part = end
-        extensions.append(_tlv(0x30, b"".join(fields)))
-    return _with_contents(der, 0, start, stop, b"".join(extensions))
+    return found[0] is not None, found[1] is not None

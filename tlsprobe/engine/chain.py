@@ -9,37 +9,37 @@ is untrusted. Codes and reasons are OpenSSL's X509_V_ERR values, the first probl
 OpenSSL's order (`openssl s_client -verify_return_error`), never the library's error text:
 a refusal of the library that none of those facts explains is a verdict not established
 (`ChainResult.established` False, with the library's reason), as the library refuses
-chains OpenSSL accepts.
+chains OpenSSL accepts. The value and the codes are chainresult.py's, the path to the
+trust store chainanchor.py's.
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from tlsprobe.engine import chaincodes
-from tlsprobe.engine.certext import invalid_near, unreadable
-from tlsprobe.engine.certtwin import (
-    readable_certificate,
-    readable_twin,
-    time_format_errors,
-)
+from tlsprobe.engine.certext import unreadable
+from tlsprobe.engine.certtwin import readable_certificate, readable_twin
+from tlsprobe.engine.chainanchor import trusted_path, untrusted
 from tlsprobe.engine.chainlib import second_opinion
-from tlsprobe.engine.chainpath import (
-    MAX_PATH,
-    akid_fits,
-    anchors_of,
-    by_names,
-    follow,
-    issued,
-    same_key,
-    self_signed,
-    store_issuer,
+from tlsprobe.engine.chainpath import by_names, issued, self_signed
+from tlsprobe.engine.chainresult import (
+    REASONS,
+    V_HOSTNAME_MISMATCH,
+    V_IP_MISMATCH,
+    V_NO_LOCAL_ISSUER,
+    V_OK,
+    V_SIGNATURE_FAILURE,
+    V_UNSPECIFIED,
+    ChainResult,
+    dates,
+    subject,
 )
 from tlsprobe.engine.chainunparsed import (
     off_path_note,
@@ -47,11 +47,7 @@ from tlsprobe.engine.chainunparsed import (
     unparsed_on_path,
 )
 from tlsprobe.engine.hostname import is_address, match_host, sans
-from tlsprobe.engine.nameconstraints import (
-    NOT_JUDGED,
-    name_constraint_problem,
-    same_name,
-)
+from tlsprobe.engine.nameconstraints import NOT_JUDGED, name_constraint_problem
 from tlsprobe.engine.truststore import (
     default_cafile,
     load_trust_store,
@@ -59,83 +55,8 @@ from tlsprobe.engine.truststore import (
 )
 from tlsprobe.files import UnreadableFile
 
-V_OK = 0
-V_UNSPECIFIED = 1
-V_NO_ISSUER = 2
-V_SIGNATURE_FAILURE = 7
-V_NOT_YET_VALID = 9
-V_EXPIRED = 10
-V_BAD_NOT_BEFORE, V_BAD_NOT_AFTER = 13, 14   # a time OpenSSL cannot compare
-V_SELF_SIGNED = 18
-V_SELF_SIGNED_IN_CHAIN = 19
-V_NO_LOCAL_ISSUER = 20
-V_LEAF_UNVERIFIED = 21
-V_HOSTNAME_MISMATCH = 62
-V_IP_MISMATCH = 64
-V_CA_MD_TOO_WEAK = chaincodes.V_CA_MD_TOO_WEAK
-REASONS = {V_OK: "ok", V_UNSPECIFIED: "unspecified certificate verification error",
-           V_NO_ISSUER: "unable to get issuer certificate",
-           V_SIGNATURE_FAILURE: "certificate signature failure",
-           V_NOT_YET_VALID: "certificate is not yet valid", V_EXPIRED: "certificate has expired",
-           V_BAD_NOT_BEFORE: "format error in certificate's notBefore field",
-           V_BAD_NOT_AFTER: "format error in certificate's notAfter field",
-           V_SELF_SIGNED: "self-signed certificate",
-           V_SELF_SIGNED_IN_CHAIN: "self-signed certificate in certificate chain",
-           V_NO_LOCAL_ISSUER: "unable to get local issuer certificate",
-           V_LEAF_UNVERIFIED: "unable to verify the first certificate",
-           V_HOSTNAME_MISMATCH: "hostname mismatch", V_IP_MISMATCH: "IP address mismatch",
-           **chaincodes.REASONS}
-
-
-@dataclass(frozen=True)
-class ChainResult:
-    """Outcome of a chain check: `code` is OpenSSL's X509_V_ERR value (0 = ok).
-    `established` False: OpenSSL's verdict could not be told (`detail` says why; `code` is
-    then 1 and means nothing): report it as not verified, never as untrusted."""
-
-    code: int
-    detail: str | None = None
-    hostname_ok: bool | None = None
-    established: bool = True
-
-    @property
-    def ok(self) -> bool:
-        return self.established and self.code == V_OK
-
-    @property
-    def reason(self) -> str:
-        if not self.established:
-            return "verdict not established"
-        return REASONS.get(self.code, "certificate verify failed")
-
-    @property
-    def message(self) -> str:
-        """'0 (ok)', '20 (unable to get local issuer certificate): detail', or 'not
-        established: detail'."""
-        text = f"{self.code} ({self.reason})" if self.established else "not established"
-        return f"{text}: {self.detail}" if self.detail else text
-
-
-def _dates(certs: list[x509.Certificate], now: datetime.datetime,
-           anchor: x509.Certificate | None = None) -> tuple[int, str] | None:
-    """The first of `certs` outside its validity period, as a code and its reason (its
-    notBefore first, as OpenSSL's check_cert_time: a validity that ends before it begins
-    is 9)."""
-    for cert in certs:
-        subject = (cert.subject.rfc4514_string() or "(empty subject)") + \
-            (" (in the trust store)" if cert is anchor else "")
-        bad_before, bad_after = time_format_errors(cert)   # (a twin's: 13, 14)
-        if bad_before or bad_after and cert.not_valid_before_utc <= now:
-            which = "notBefore" if bad_before else "notAfter"
-            return (V_BAD_NOT_BEFORE if bad_before else V_BAD_NOT_AFTER,
-                    f"{subject}: its {which} is no time OpenSSL compares")
-        if cert.not_valid_before_utc > now:
-            return V_NOT_YET_VALID, (f"{subject} is valid from "
-                                     f"{cert.not_valid_before_utc:%Y-%m-%d %H:%M} UTC")
-        if cert.not_valid_after_utc < now:
-            return V_EXPIRED, f"{subject} expired {cert.not_valid_after_utc:%Y-%m-%d %H:%M} UTC"
-    return None
-
+__all__ = ["NO_SAN_NOTE", "REASONS", "ChainResult", "trusted_path", "verify_chain",
+           "verify_with_store"]
 
 def _signatures_and_dates(path: list[x509.Certificate], broken: int,
                           now: datetime.datetime, anchor: x509.Certificate | None
@@ -146,99 +67,13 @@ def _signatures_and_dates(path: list[x509.Certificate], broken: int,
     for depth in range(len(path) - 1, -1, -1):
         if depth == broken:
             issuer = path[depth + 1].subject.rfc4514_string() or "(empty subject)"
-            return V_SIGNATURE_FAILURE, (f"{_subject(path[depth])} is not signed by the key "
+            return V_SIGNATURE_FAILURE, (f"{subject(path[depth])} is not signed by the key "
                                          f"of its issuer {issuer}")
-        dated = _dates([path[depth]], now, anchor)
+        dated = dates([path[depth]], now, anchor)
         if dated is not None:
             return dated
     return None
 
-
-def _subject(cert: x509.Certificate) -> str:
-    return cert.subject.rfc4514_string() or "(empty subject)"
-
-
-def _same(stored: x509.Certificate, cert: x509.Certificate) -> bool:
-    return stored.public_bytes(Encoding.DER) == cert.public_bytes(Encoding.DER)
-
-
-def _itself(stored: x509.Certificate, cert: x509.Certificate) -> bool:
-    return same_name(stored.subject, cert.subject) and same_key(stored, cert)
-
-
-def trusted_path(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...],
-                  now: datetime.datetime
-                  ) -> tuple[list[x509.Certificate], bool, tuple[int, str] | None]:
-    """The path from the leaf (chainpath.follow) up to the first certificate the trust
-    store holds or issued, that store certificate last (one within its dates when there
-    are several), as OpenSSL builds it: (path, True, None); else the server's path alone,
-    False, None. A store certificate that is not self-signed anchors nothing (OpenSSL
-    without -partial_chain): the copy of a sent one is passed over, and an issuer from the
-    store needs its own issuers from the store up to a self-signed one (code 2 when one
-    is missing). A self-signed certificate is anchored only by its very copy: another
-    store certificate of its name and key is a mimic OpenSSL refuses (build_chain's X509_cmp
-    of a self-signed certificate and its trusted issuer)."""
-    sent = [chain[i] for i in follow(chain).indexes]
-    for k, cert in enumerate(sent):
-        chosen = store_issuer(cert, anchors, now)
-        if chosen is not None:   # OpenSSL's pick, whether or not its key signed `cert`
-            if issued(cert, chosen) is False:
-                return sent, False, None   # by_names states the signature that fails (7)
-            path = sent[:k + 1] + [chosen]
-            return path, True, _store_issuers(path, anchors)
-        mimic_only = self_signed(cert)
-        roots = [r for r in anchors_of(cert, anchors)
-                 if (_same(r, cert) if mimic_only else self_signed(r) or not _itself(r, cert))]
-        if roots:
-            root = next((r for r in roots if _dates([r], now) is None), roots[0])
-            path = sent[:k] + [root] if _itself(root, cert) else sent[:k + 1] + [root]
-            return path, True, _store_issuers(path, anchors)
-    return sent, False, None
-
-
-def _store_issuers(path: list[x509.Certificate], anchors: tuple[x509.Certificate, ...]
-                   ) -> tuple[int, str] | None:
-    """Extend `path`, which ends at a store certificate, with that certificate's issuers
-    from the store up to a self-signed one; code 2 when the store has no issuer of one."""
-    while not self_signed(path[-1]):
-        top = path[-1]
-        above = [a for a in anchors_of(top, anchors)
-                 if not _itself(a, top) and all(a is not p for p in path)]
-        if not above or len(path) >= MAX_PATH:
-            return V_NO_ISSUER, (f"{_subject(top)} in the trust store is not self-signed, "
-                                 f"and its issuer {top.issuer.rfc4514_string() or '(empty name)'}"
-                                 " is not in the trust store")
-        path.append(above[0])
-    return None
-
-
-def _untrusted(path: list[x509.Certificate], chain: list[x509.Certificate],
-               anchors: tuple[x509.Certificate, ...]) -> tuple[int, str]:
-    """Why a path that reaches no certificate of the trust store is not trusted: 18, 19,
-    else 20 (`s_client -verify_return_error` stops there; without it s_client goes on to
-    end with 21, "unable to verify the first certificate", for a path of the leaf alone)."""
-    last = path[-1]
-    name = last.subject.rfc4514_string() or "(empty subject)"
-    invalid = invalid_near(last, chain + list(anchors))
-    if invalid is not None:
-        return V_NO_LOCAL_ISSUER, invalid
-    if self_signed(last):
-        if len(path) == 1:
-            mimic = any(_itself(a, last) for a in anchors)
-            return V_SELF_SIGNED, f"{name} signed itself and is not in the trust store" + (
-                " (the store holds another certificate of its name and key: OpenSSL "
-                "trusts a self-signed certificate only as its very copy)" if mimic else "")
-        return V_SELF_SIGNED_IN_CHAIN, (f"the server sent the root {name}, which is not in "
-                                        "the trust store")
-    issuer = last.issuer.rfc4514_string() or "(empty name)"
-    if any(same_name(c.subject, last.issuer) and not akid_fits(last, c) for c in chain):
-        return V_NO_LOCAL_ISSUER, (f"the certificate the server sent as {issuer} is not the "
-                                   f"issuer of {name} its authorityKeyIdentifier names, and "
-                                   "that issuer is not in the trust store")
-    if len(path) == 1:
-        return V_NO_LOCAL_ISSUER, (f"the server sent no issuer of {name}, and its issuer "
-                                   f"{issuer} is not in the trust store")
-    return V_NO_LOCAL_ISSUER, f"issuer {issuer} of {name} is not in the trust store"
 
 
 def _constraints(path: list[x509.Certificate]) -> tuple[int, str] | None:
@@ -346,7 +181,7 @@ def _judge(chain: list[x509.Certificate], ders: Sequence[bytes], hostname: str |
     if not anchored:   # OpenSSL finds no issuer, whatever the library's path building says
         named_path = by_names(chain, anchors, now)
         if named_path is None:
-            return ChainResult(*_untrusted(path, chain, anchors))
+            return ChainResult(*untrusted(path, chain, anchors))
         path, broken = named_path   # a path by names, with a signature that fails
     view = [readable_twin(c) for c in path]   # the extensions as OpenSSL reads them
     unread = unreadable(view)

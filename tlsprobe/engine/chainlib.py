@@ -26,7 +26,7 @@ from tlsprobe.engine.certtwin import original_of, readable_twin
 from tlsprobe.engine.chaincodes import SERVER_USAGES
 from tlsprobe.engine.chainpath import MAX_PATH, issued, self_signed
 from tlsprobe.engine.nameconstraints import subject_text
-from tlsprobe.wire.spki import der_children, der_element
+from tlsprobe.wire.ber import der_children, der_element
 
 __all__ = ["library_refusal", "plain_link", "second_opinion"]
 

@@ -28,6 +28,8 @@ from tlsprobe.wire.spki import subject_name
 
 __all__ = ["Unparsed", "off_path_note", "store_may_hold_issuer", "unparsed_on_path"]
 
+#: how many positions the note on unparsable certificates off the path names
+NAMED = 6
 #: (position in the sent chain, its DER, cryptography's reason)
 Unparsed = tuple[int, bytes, str]
 
@@ -81,7 +83,9 @@ def unparsed_on_path(path: Sequence[x509.Certificate], sent: Sequence[x509.Certi
 
 def off_path_note(unparsed: Sequence[Unparsed]) -> str:
     """The note of a verdict that stands beside unparsable certificates off the path."""
-    where = ", ".join(str(position) for position, _, _ in unparsed)
+    where = ", ".join(str(position) for position, _, _ in unparsed[:NAMED])
+    if len(unparsed) > NAMED:   # a hostile server may send hundreds (--max-chain)
+        where += f" and {len(unparsed) - NAMED} more"
     many = len(unparsed) > 1
     return (f"certificate{'s' if many else ''} {where} of the chain cannot be parsed by "
             f"cryptography, and OpenSSL's path does not go through {'them' if many else 'it'}")

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.name import _ASN1Type
 from cryptography.x509.oid import NameOID
 
-from tlsprobe.wire.spki import der_children, der_element, oid_text
+from tlsprobe.wire.ber import der_children, der_element, oid_text
 
 V_PERMITTED = 47
 V_EXCLUDED = 48

@@ -19,29 +19,30 @@ one keystream per direction, RFC 5246 6.2.3.1), all from cryptography's decrepit
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
-from tlsprobe.engine.keyschedule import hash_algorithm
 from tlsprobe.engine.prf import KeyBlock
-from tlsprobe.engine.suites import CIPHERS, MAC_LEN, SuiteParams
-
-APPLICATION_DATA = 23
-TLS1_0, TLS1_2, TLS1_3 = 0x0301, 0x0303, 0x0304
-MAX_PLAINTEXT = 1 << 14
-MAX_TLS13_CIPHERTEXT = MAX_PLAINTEXT + 256
-MAX_TLS12_CIPHERTEXT = MAX_PLAINTEXT + 2048
-_SEQ_LIMIT = 1 << 64
-
-# AlertDescription values (RFC 8446 section 6)
-ALERT_UNEXPECTED_MESSAGE = 10
-ALERT_BAD_RECORD_MAC = 20
-ALERT_RECORD_OVERFLOW = 22
+from tlsprobe.engine.protection_base import (
+    ALERT_BAD_RECORD_MAC,
+    ALERT_RECORD_OVERFLOW,
+    ALERT_UNEXPECTED_MESSAGE,
+    APPLICATION_DATA,
+    MAX_PLAINTEXT,
+    MAX_TLS12_CIPHERTEXT,
+    MAX_TLS13_CIPHERTEXT,
+    TLS1_0,
+    TLS1_2,
+    TLS1_3,
+    RecordProtection,
+    RecordProtectionError,
+    record_header,
+)
+from tlsprobe.engine.protection_cbc import CbcProtection, StreamProtection
+from tlsprobe.engine.suites import CIPHERS, SuiteParams
 
 if TYPE_CHECKING:
     # cryptography's ciphers are imported when a protection is made (a probe that stops
     # before the keys, a group audit, imports none of them: scan start-up, issue 35)
-    from cryptography.hazmat.primitives.ciphers import BlockCipherAlgorithm
     from cryptography.hazmat.primitives.ciphers.aead import (
         AESCCM,
         AESGCM,
@@ -50,14 +51,11 @@ if TYPE_CHECKING:
 
     _AEAD = AESGCM | AESCCM | ChaCha20Poly1305
 
-
-class RecordProtectionError(ValueError):
-    """A protected record failed to decrypt or authenticate; `alert` is what to send."""
-
-    def __init__(self, reason: str, alert: int = ALERT_BAD_RECORD_MAC) -> None:
-        self.reason = reason
-        self.alert = alert
-        super().__init__(reason)
+__all__ = ["ALERT_BAD_RECORD_MAC", "ALERT_RECORD_OVERFLOW", "ALERT_UNEXPECTED_MESSAGE",
+           "APPLICATION_DATA", "MAX_PLAINTEXT", "MAX_TLS12_CIPHERTEXT", "MAX_TLS13_CIPHERTEXT",
+           "TLS1_0", "TLS1_2", "TLS1_3", "CbcProtection", "RecordProtection",
+           "RecordProtectionError", "StreamProtection", "Tls12AeadProtection",
+           "Tls13Protection", "protection_for_suite", "protections_from_key_block"]
 
 
 def _invalid_tag() -> type[Exception]:
@@ -85,43 +83,9 @@ def _aead(cipher: str, key: bytes) -> _AEAD:
     return ChaCha20Poly1305(key)
 
 
-def _header(content_type: int, version: int, length: int) -> bytes:
-    if length > 0xFFFF:
-        raise ValueError(f"record of {length} bytes does not fit a 16-bit length")
-    return bytes([content_type]) + version.to_bytes(2, "big") + length.to_bytes(2, "big")
-
-
 def _xor_seq(iv: bytes, seq: int) -> bytes:
     padded = seq.to_bytes(len(iv), "big")
     return bytes(a ^ b for a, b in zip(iv, padded))
-
-
-class RecordProtection:
-    """Base of all protections: sequence handling and whole-record decryption."""
-
-    version: int = TLS1_2
-
-    def __init__(self, seq: int = 0) -> None:
-        self.seq = seq
-
-    def _next_seq(self) -> int:
-        if self.seq >= _SEQ_LIMIT - 1:
-            raise RecordProtectionError("sequence number exhausted", ALERT_UNEXPECTED_MESSAGE)
-        return self.seq
-
-    def encrypt(self, content_type: int, plaintext: bytes) -> bytes:
-        """Protect one record; returns the whole record, 5-byte header included."""
-        raise NotImplementedError
-
-    def decrypt(self, content_type: int, version: int, fragment: bytes) -> tuple[int, bytes]:
-        """Open one record given its header fields; returns (content type, plaintext)."""
-        raise NotImplementedError
-
-    def decrypt_record(self, record: bytes) -> tuple[int, bytes]:
-        """Open one whole record (5-byte header + fragment)."""
-        if len(record) < 5 or int.from_bytes(record[3:5], "big") != len(record) - 5:
-            raise RecordProtectionError("record header length does not match the record")
-        return self.decrypt(record[0], int.from_bytes(record[1:3], "big"), record[5:])
 
 
 class Tls13Protection(RecordProtection):
@@ -142,7 +106,7 @@ class Tls13Protection(RecordProtection):
     def encrypt(self, content_type: int, plaintext: bytes, padding: int = 0) -> bytes:
         seq = self._next_seq()
         inner = bytes(plaintext) + bytes([content_type]) + bytes(padding)
-        header = _header(APPLICATION_DATA, TLS1_2, len(inner) + self.tag_len)
+        header = record_header(APPLICATION_DATA, TLS1_2, len(inner) + self.tag_len)
         out = header + self._aead.encrypt(_xor_seq(self._iv, seq), inner, header)
         self.seq = seq + 1
         return out
@@ -155,7 +119,7 @@ class Tls13Protection(RecordProtection):
         if len(fragment) < self.tag_len + 1:
             raise RecordProtectionError(f"encrypted record of {len(fragment)} bytes is "
                                         f"shorter than the tag")
-        header = _header(content_type, version, len(fragment))
+        header = record_header(content_type, version, len(fragment))
         try:
             inner = self._aead.decrypt(_xor_seq(self._iv, seq), bytes(fragment), header)
         except self._invalid_tag:
@@ -195,7 +159,7 @@ class Tls12AeadProtection(RecordProtection):
         return self._iv + explicit if self.explicit_len else _xor_seq(self._iv, seq)
 
     def _aad(self, seq: int, content_type: int, version: int, length: int) -> bytes:
-        return seq.to_bytes(8, "big") + _header(content_type, version, length)
+        return seq.to_bytes(8, "big") + record_header(content_type, version, length)
 
     def encrypt(self, content_type: int, plaintext: bytes) -> bytes:
         seq = self._next_seq()
@@ -203,7 +167,7 @@ class Tls12AeadProtection(RecordProtection):
         aad = self._aad(seq, content_type, self.version, len(plaintext))
         body = explicit + self._aead.encrypt(self._nonce(seq, explicit), bytes(plaintext), aad)
         self.seq = seq + 1
-        return _header(content_type, self.version, len(body)) + body
+        return record_header(content_type, self.version, len(body)) + body
 
     def decrypt(self, content_type: int, version: int, fragment: bytes) -> tuple[int, bytes]:
         seq = self._next_seq()
@@ -225,204 +189,6 @@ class Tls12AeadProtection(RecordProtection):
             raise RecordProtectionError("plaintext exceeds 2^14 bytes", ALERT_RECORD_OVERFLOW)
         self.seq = seq + 1
         return content_type, plaintext
-
-
-class CbcProtection(RecordProtection):
-    """CBC block cipher with HMAC (and the NULL cipher, MAC only).
-
-    MAC-then-encrypt by default; `encrypt_then_mac=True` for RFC 7366. TLS 1.1+ send a
-    random explicit IV in each record; TLS 1.0 chains: `iv` (from the key block) starts the
-    chain and each record's last ciphertext block is the next record's IV."""
-
-    def __init__(self, cipher: str, key: bytes, mac: str, mac_key: bytes,
-                 version: int = TLS1_2, iv: bytes = b"", encrypt_then_mac: bool = False,
-                 seq: int = 0) -> None:
-        super().__init__(seq)
-        params = CIPHERS.get(cipher)
-        if params is None or params.aead:
-            raise ValueError(f"not a CBC or NULL cipher: {cipher!r}")
-        if len(key) != params.key_len:
-            raise ValueError(f"{cipher} needs a {params.key_len}-byte key, got {len(key)}")
-        if mac not in MAC_LEN or len(mac_key) != MAC_LEN[mac]:
-            raise ValueError(f"MAC {mac!r} with a {len(mac_key)}-byte key")
-        self.cipher = cipher
-        self.version = version
-        self.encrypt_then_mac = encrypt_then_mac and params.block_len > 0
-        self.block_len = params.block_len
-        self.mac_len = MAC_LEN[mac]
-        self._mac_hash = hash_algorithm(mac)
-        self._mac_key = bytes(mac_key)
-        self._explicit_iv = version > TLS1_0 and self.block_len > 0
-        self._algorithm = _block_algorithm(cipher, bytes(key))
-        # cryptography's HMAC, CBC and the stdlib's constant-time compare, resolved once
-        # (import statements per record cost as much as the record's MAC)
-        import hmac as stdlib_hmac  # (hashlib with it: not at start-up)
-
-        from cryptography.hazmat.primitives import hmac
-        from cryptography.hazmat.primitives.ciphers import Cipher, modes
-        self._hmac, self._cipher, self._mode = hmac.HMAC, Cipher, modes.CBC
-        self._compare = stdlib_hmac.compare_digest
-        if self.block_len and not self._explicit_iv and len(iv) != self.block_len:
-            raise ValueError(f"TLS 1.0 CBC needs a {self.block_len}-byte initial IV")
-        self._chain_iv = bytes(iv)
-
-    def _mac(self, seq: int, content_type: int, version: int, data: bytes) -> bytes:
-        """HMAC over seq || type || version || length || data (RFC 5246 6.2.3.1)."""
-        h = self._hmac(self._mac_key, self._mac_hash)
-        h.update(seq.to_bytes(8, "big") + _header(content_type, version, len(data)) + data)
-        return h.finalize()
-
-    def _cbc(self, iv: bytes, data: bytes, encrypt: bool) -> bytes:
-        assert self._algorithm is not None
-        cipher = self._cipher(self._algorithm, self._mode(iv))
-        ctx = cipher.encryptor() if encrypt else cipher.decryptor()
-        return ctx.update(data) + ctx.finalize()
-
-    def _pad(self, data: bytes) -> bytes:
-        pad_len = self.block_len - (len(data) + 1) % self.block_len
-        if pad_len == self.block_len:
-            pad_len = 0
-        return data + bytes([pad_len]) * (pad_len + 1)
-
-    def encrypt(self, content_type: int, plaintext: bytes) -> bytes:
-        seq = self._next_seq()
-        plaintext = bytes(plaintext)
-        if not self.block_len:  # NULL cipher
-            body = plaintext + self._mac(seq, content_type, self.version, plaintext)
-        else:
-            iv = os.urandom(self.block_len) if self._explicit_iv else self._chain_iv
-            prefix = iv if self._explicit_iv else b""
-            if self.encrypt_then_mac:
-                body = prefix + self._cbc(iv, self._pad(plaintext), True)
-                body += self._mac(seq, content_type, self.version, body)
-                ciphertext = body[:-self.mac_len]
-            else:
-                mac = self._mac(seq, content_type, self.version, plaintext)
-                body = prefix + self._cbc(iv, self._pad(plaintext + mac), True)
-                ciphertext = body
-            if not self._explicit_iv:
-                self._chain_iv = ciphertext[-self.block_len:]
-        self.seq = seq + 1
-        return _header(content_type, self.version, len(body)) + body
-
-    def decrypt(self, content_type: int, version: int, fragment: bytes) -> tuple[int, bytes]:
-        seq = self._next_seq()
-        fragment = bytes(fragment)
-        if len(fragment) > MAX_TLS12_CIPHERTEXT:
-            raise RecordProtectionError("encrypted record exceeds 2^14+2048 bytes",
-                                        ALERT_RECORD_OVERFLOW)
-        if not self.block_len:
-            plaintext = self._check_mac_tail(seq, content_type, version, fragment)
-        elif self.encrypt_then_mac:
-            plaintext = self._decrypt_etm(seq, content_type, version, fragment)
-        else:
-            plaintext = self._decrypt_mte(seq, content_type, version, fragment)
-        if len(plaintext) > MAX_PLAINTEXT:
-            raise RecordProtectionError("plaintext exceeds 2^14 bytes", ALERT_RECORD_OVERFLOW)
-        self.seq = seq + 1
-        return content_type, plaintext
-
-    def _check_mac_tail(self, seq: int, content_type: int, version: int, data: bytes) -> bytes:
-        if len(data) < self.mac_len:
-            raise RecordProtectionError("record shorter than its MAC")
-        content, tag = data[:len(data) - self.mac_len], data[len(data) - self.mac_len:]
-        if not self._compare(self._mac(seq, content_type, version, content), tag):
-            raise RecordProtectionError("bad_record_mac: MAC check failed")
-        return content
-
-    def _split_iv(self, data: bytes) -> tuple[bytes, bytes]:
-        if self._explicit_iv:
-            return data[:self.block_len], data[self.block_len:]
-        return self._chain_iv, data
-
-    def _unpad(self, padded: bytes, min_left: int) -> bytes:
-        """Remove TLS padding; every byte of padding must equal the padding length."""
-        pad_len = padded[-1]
-        if pad_len + 1 + min_left > len(padded):
-            raise RecordProtectionError("bad_record_mac: bad padding")
-        tail = padded[len(padded) - pad_len - 1:]
-        if tail.count(pad_len) != len(tail):
-            raise RecordProtectionError("bad_record_mac: bad padding")
-        return padded[:len(padded) - pad_len - 1]
-
-    def _decrypt_etm(self, seq: int, content_type: int, version: int, data: bytes) -> bytes:
-        iv_len = self.block_len if self._explicit_iv else 0
-        body_len = len(data) - self.mac_len - iv_len
-        if body_len < self.block_len or body_len % self.block_len:
-            raise RecordProtectionError("bad_record_mac: ciphertext length not a whole "
-                                        "number of blocks")
-        covered = self._check_mac_tail(seq, content_type, version, data)
-        iv, ciphertext = self._split_iv(covered)
-        plaintext = self._unpad(self._cbc(iv, ciphertext, False), 0)
-        if not self._explicit_iv:
-            self._chain_iv = ciphertext[-self.block_len:]
-        return plaintext
-
-    def _decrypt_mte(self, seq: int, content_type: int, version: int, data: bytes) -> bytes:
-        iv, ciphertext = self._split_iv(data)
-        if len(ciphertext) < self.block_len or len(ciphertext) % self.block_len \
-                or len(ciphertext) < self.mac_len + 1:
-            raise RecordProtectionError("bad_record_mac: ciphertext length not a whole "
-                                        "number of blocks")
-        content_and_mac = self._unpad(self._cbc(iv, ciphertext, False), self.mac_len)
-        content = self._check_mac_tail(seq, content_type, version, content_and_mac)
-        if not self._explicit_iv:
-            self._chain_iv = ciphertext[-self.block_len:]
-        return content
-
-
-def _block_algorithm(cipher: str, key: bytes) -> BlockCipherAlgorithm | None:
-    """The block cipher of a CBC suite (None for NULL and stream ciphers)."""
-    from cryptography.hazmat.decrepit.ciphers import algorithms as decrepit
-    from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
-    from cryptography.hazmat.primitives.ciphers import algorithms
-    if cipher.startswith("AES"):
-        return algorithms.AES(key)
-    if cipher.startswith("3DES"):
-        return TripleDES(key)
-    if cipher.startswith("CAMELLIA"):
-        return decrepit.Camellia(key)
-    if cipher.startswith("SEED"):
-        return decrepit.SEED(key)
-    if cipher.startswith("IDEA"):
-        return decrepit.IDEA(key)
-    if cipher.startswith("DES"):
-        return TripleDES(key * 3)  # EDE with one key is single DES
-    return None
-
-
-class StreamProtection(CbcProtection):
-    """RC4 with HMAC: MAC-then-encrypt under one keystream per direction, no IV, no padding.
-
-    The keystream cannot be rewound, so unlike the other protections a failed decrypt has
-    consumed the record's keystream (the direction is then out of step, as a peer's is)."""
-
-    def __init__(self, cipher: str, key: bytes, mac: str, mac_key: bytes,
-                 version: int = TLS1_2, seq: int = 0) -> None:
-        super().__init__("NULL", b"", mac, mac_key, version, seq=seq)
-        params = CIPHERS.get(cipher)
-        if params is None or not params.stream or len(key) != params.key_len:
-            raise ValueError(f"not a stream cipher with a {len(key)}-byte key: {cipher!r}")
-        self.cipher = cipher
-        from cryptography.hazmat.decrepit.ciphers import algorithms as decrepit
-        from cryptography.hazmat.primitives.ciphers import Cipher
-        rc4 = Cipher(decrepit.ARC4(bytes(key)), mode=None)
-        self._encryptor = rc4.encryptor()
-        self._decryptor = rc4.decryptor()
-
-    def encrypt(self, content_type: int, plaintext: bytes) -> bytes:
-        seq = self._next_seq()
-        plaintext = bytes(plaintext)
-        body = self._encryptor.update(plaintext + self._mac(seq, content_type, self.version,
-                                                            plaintext))
-        self.seq = seq + 1
-        return _header(content_type, self.version, len(body)) + body
-
-    def decrypt(self, content_type: int, version: int, fragment: bytes) -> tuple[int, bytes]:
-        if len(fragment) > MAX_TLS12_CIPHERTEXT:
-            raise RecordProtectionError("encrypted record exceeds 2^14+2048 bytes",
-                                        ALERT_RECORD_OVERFLOW)
-        return super().decrypt(content_type, version, self._decryptor.update(bytes(fragment)))
 
 
 def protection_for_suite(suite: SuiteParams, key: bytes, iv: bytes, mac_key: bytes = b"",

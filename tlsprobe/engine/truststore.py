@@ -51,7 +51,7 @@ def _load(path: str, stamp: tuple[float, int, int]
             with warnings.catch_warnings():  # e.g. a negative serial in a system root
                 warnings.simplefilter("ignore")
                 certs.extend(x509.load_pem_x509_certificates(marker + block))
-        except ValueError:
+        except (ValueError, x509.InvalidVersion):   # (OpenSSL reads v2, v4+: the twin too)
             _twin_or_unparsed(_pem_outlined(block), certs, unparsed)
             continue
     if not certs and data and marker not in data:

@@ -29,6 +29,8 @@ from tlsprobe.model.probe import (
 )
 
 if TYPE_CHECKING:
+    import datetime
+
     from cryptography.x509 import Certificate, Name
 
 # Bits as `openssl s_client` prints them in "Server Temp Key".
@@ -247,13 +249,14 @@ def _certificate_info(der: bytes) -> CertificateInfo:
 
     from tlsprobe.model.pubkey import load_certificate, pss_only, public_key
     digest, sha1 = hashlib.sha256(der).hexdigest(), hashlib.sha1(der).hexdigest()
+    times: tuple[bytes | None, bytes | None] = (None, None)
     try:
         cert = load_certificate(der)
     except (ValueError, x509.InvalidVersion) as exc:  # (no ValueError: X.509 v2, v4+)
-        in_der = _in_der(der)
-        if in_der is None:
+        twin = _twin(der)
+        if twin is None:
             return _unparsed_info(der, exc, digest, sha1)
-        cert = in_der
+        cert, times = twin
     bits: int | None
     try:
         key_type, bits = _key_kind(public_key(cert), pss_only(cert))
@@ -267,21 +270,33 @@ def _certificate_info(der: bytes) -> CertificateInfo:
     return CertificateInfo(
         subject=_name(lambda: cert.subject), issuer=_name(lambda: cert.issuer),
         key_type=key_type, key_bits=bits, signature_algorithm=sig,
-        not_before=cert.not_valid_before_utc.isoformat(),
-        not_after=cert.not_valid_after_utc.isoformat(),
+        not_before=_time(times[0], cert.not_valid_before_utc),
+        not_after=_time(times[1], cert.not_valid_after_utc),
         serial=f"{cert.serial_number:x}", sha256=digest, san=_san(cert), sha1=sha1,
         **_extension_facts(cert))
 
 
-def _in_der(der: bytes) -> Certificate | None:
-    """A certificate refused for its BER lengths alone, read in DER (OpenSSL reads those
-    lengths: wire/spki.der_certificate); None for any other."""
+def _time(odd: bytes | None, parsed: datetime.datetime) -> str:
+    """A validity time in ISO form, or the one OpenSSL cannot compare as sent."""
+    if odd is None:
+        return parsed.isoformat()
+    return f"{BAD_TIME} {odd.decode('latin-1')})"
+
+
+#: how a validity time OpenSSL cannot compare (its 13, 14) is shown, before its text
+BAD_TIME = "(format error:"
+
+
+def _twin(der: bytes) -> tuple[Certificate, tuple[bytes | None, bytes | None]] | None:
+    """A certificate `cryptography` refuses in a form OpenSSL reads, read through its twin
+    (wire/dertwin.py: BER lengths, critical flags, strings of names, a time OpenSSL cannot
+    compare), and those times as sent; None for any other."""
     from cryptography.x509 import InvalidVersion
 
     from tlsprobe.model.pubkey import load_certificate
-    from tlsprobe.wire.spki import der_certificate
+    from tlsprobe.wire.dertwin import der_twin, uncomparable_times
     try:
-        return load_certificate(der_certificate(der))
+        return load_certificate(der_twin(der, odd_times=True)), uncomparable_times(der)
     except (ValueError, InvalidVersion):   # (no ValueError: X.509 v2, v4+)
         return None
 

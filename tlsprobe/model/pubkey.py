@@ -181,10 +181,15 @@ def _outlined_key(der: bytes, refused: ValueError) -> tuple[CertificatePublicKey
 def load_certificate(der: bytes) -> x509.Certificate:
     """`x509.load_der_x509_certificate(der)`, quiet for a serial number that is not
     positive (the warning says a future cryptography will refuse it). Raises ValueError for
-    DER that is not a certificate."""
+    DER that is not a certificate, and for a version other than v1 and v3 (cryptography's
+    InvalidVersion, which is no ValueError: OpenSSL reads a v2 or v4 certificate, and
+    wire/dertwin.py reads it so too)."""
     from cryptography import x509
     with _quiet("Parsed a serial number which wasn't positive"):
-        return x509.load_der_x509_certificate(der)
+        try:
+            return x509.load_der_x509_certificate(der)
+        except x509.InvalidVersion as exc:
+            raise ValueError(str(exc)) from None
 
 
 def distinguished_name(der: bytes) -> str:

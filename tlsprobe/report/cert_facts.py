@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from tlsprobe.model.probe import CertificateInfo
 
-__all__ = ["colons", "fact_lines", "s_client_lines", "url_facts"]
+__all__ = ["colons", "fact_lines", "s_client_lines", "short_time", "url_facts"]
 
 
 def colons(hex_digest: str) -> str:
     """'ab12cd' -> 'AB:12:CD' (a fingerprint as OpenSSL and browsers print it)."""
     digest = hex_digest.upper()
     return ":".join(digest[i:i + 2] for i in range(0, len(digest), 2))
+
+
+def short_time(value: str) -> str:
+    """A validity time to the minute ('2026-12-07 23:10'); one that is no ISO time (a
+    time OpenSSL cannot compare, shown as sent: "(format error: ...)") whole."""
+    return value[:16].replace("T", " ") if value[:4].isdigit() else value
 
 
 def url_facts(c: CertificateInfo) -> list[tuple[str, str]]:

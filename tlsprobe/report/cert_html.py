@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.probe import CertificateInfo, TrustCheck
+from tlsprobe.report.cert_facts import short_time
 from tlsprobe.report.html_parts import e as _e
 from tlsprobe.report.html_parts import p as _p
 from tlsprobe.report.html_parts import table as _table
@@ -28,8 +29,8 @@ def certificate_html(r: AuditReport) -> str:
 
 def chain_html(title: str, chain: tuple[CertificateInfo, ...], trust: TrustCheck | None) -> str:
     rows = [(str(i), c.subject, f"{c.key_type}{f' {c.key_bits}' if c.key_bits else ''}",
-             c.signature_algorithm, c.not_before[:16].replace("T", " "),
-             c.not_after[:16].replace("T", " "), c.issuer, c.sha256)
+             c.signature_algorithm, short_time(c.not_before),
+             short_time(c.not_after), c.issuer, c.sha256)
             for i, c in enumerate(chain)]
     out = f"<h3>{_e(title)}</h3>\n" + _table(
         ("#", "Subject", "Key", "Signature", "Valid from", "Valid until", "Issuer",

@@ -9,6 +9,7 @@ from rich.text import Text
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.model.probe import CertificateInfo, TrustCheck
 from tlsprobe.model.server_certs import key_family
+from tlsprobe.report.cert_facts import short_time
 from tlsprobe.report.lines import row as _row
 from tlsprobe.report.lines import table as _table
 from tlsprobe.report.lines import text as _text
@@ -52,7 +53,7 @@ def chain_section(title: str, chain: tuple[CertificateInfo, ...],
     for i, c in enumerate(chain):
         bits = f" {c.key_bits}" if c.key_bits else ""
         _row(table, str(i), c.subject, f"{c.key_type}{bits}", c.signature_algorithm,
-                      c.not_after[:16].replace("T", " "), c.issuer)
+                      short_time(c.not_after), c.issuer)
     san = ", ".join(chain[0].san) if chain else ""
     from tlsprobe.report.cert_facts import fact_lines
     facts: list[RenderableType] = []

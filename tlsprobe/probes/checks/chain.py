@@ -16,7 +16,7 @@ The path: from the leaf, each next certificate is the sent one OpenSSL takes for
 one's issuer (engine/chainpath.follow: names, key identifier, key family, the first within
 its dates; one whose key did not sign is noted, the trust verdict's 7), until a
 self-signed certificate or none. The path is complete when it reaches the trust store as
-the trust verdict's does (engine/chain.trusted_path: OpenSSL without -partial_chain anchors
+the trust verdict's does (engine/chainanchor.trusted_path: OpenSSL without -partial_chain anchors
 only at a self-signed store certificate, through the store's own issuers of a store
 certificate that is not), or when it ends at a self-signed root the server sends (whether
 that root is trusted is the trust verdict's question). Verdicts:
@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 from cryptography import x509
 
 from tlsprobe.engine.certtwin import readable_certificate
-from tlsprobe.engine.chain import trusted_path
+from tlsprobe.engine.chainanchor import trusted_path
 from tlsprobe.engine.chainpath import (
     MAX_PATH,
     anchored,
@@ -127,7 +127,7 @@ def chain_facts(chain: list[x509.Certificate],
 
 def _store_reach(chain: list[x509.Certificate], anchors: tuple[x509.Certificate, ...] | None
                  ) -> tuple[list[x509.Certificate], bool, bool]:
-    """The trust verdict's path (engine/chain.trusted_path: OpenSSL anchors only at a
+    """The trust verdict's path (engine/chainanchor.trusted_path: OpenSSL anchors only at a
     self-signed certificate of the store, a store copy of a sent one that is not
     self-signed is passed over), whether it reaches the trust store, and whether it stops
     there at a certificate that is not self-signed and whose issuer the store lacks."""
