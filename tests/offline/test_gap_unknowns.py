@@ -159,3 +159,21 @@ def test_a_resumption_whose_client_hello_was_lost_names_no_mechanism(run_cli: An
     assert conn["resumption"] is None and conn["encrypted"] is True
     assert conn["problems"] == [
         "resumption mechanism not known: the ClientHello was not captured"]
+
+
+def test_a_lost_segment_the_peer_acknowledged_holds_nothing_back(tmp_path: Path) -> None:
+    """TLS 1.3, the client's middlebox ChangeCipherSpec (a segment of its own) lost, the
+    server's next segments acknowledging past it: the bytes behind the hole are read from
+    there (tshark reads the client's Finished in the next frame), so the connection is
+    reported when its handshake is decided (stdin, a live capture), before its FIN, as the
+    whole recording is; it was held until the close (reported at the last frame)."""
+    from tlsprobe.model.encode import to_json_object
+    from tlsprobe.offline.analyzer import AnalyzerOptions, analyze
+    lost = _built(tmp_path, "tls13_x25519", ("c:ct20",))
+    assert tshark_fields(lost, "tls.record.opaque_type == 23 && tcp.srcport == 40000",
+                         "frame.number")[0] == "11"
+    for path in (_built(tmp_path, "tls13_x25519"), lost):
+        with analyze(str(path), AnalyzerOptions(report_when_decided=True)) as analysis:
+            (report,) = [to_json_object(r) for r, _trace in analysis]
+        assert report["close"] is None and report["encrypted"] is True, path
+        assert report["last_frame"] <= 14, (path, report["last_frame"])

@@ -126,6 +126,11 @@ class PacketLoop(EventIterator):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
                         if pstart == l4end and not flags & 7:
+                            if tcp.total_pending:  # (a hole waits: the ack may pass it)
+                                tcp.pure_ack(buf[start + 26:start + 38], buf, start + 34,
+                                             t / iface.rate + iface.offset, frame)
+                                while out:
+                                    yield out.pop(0)
                             continue  # pure ack
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
@@ -147,8 +152,9 @@ class PacketLoop(EventIterator):
                                     yield mk((conn.key[0] if plain else conn.key, half.direction,
                                               buf[pstart:l4end], t / iface.rate + iface.offset,
                                               frame))
-                                if half.pending or conn.closing:
-                                    tcp.settle(half, t / iface.rate + iface.offset, frame)
+                                if half.pending or conn.closing or tcp.total_pending:
+                                    tcp.settle(half, t / iface.rate + iface.offset, frame, buf,
+                                               start + 34)
                             else:
                                 tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
                                             seq, flags, 0, t / iface.rate + iface.offset, frame)

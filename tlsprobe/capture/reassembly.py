@@ -49,6 +49,7 @@ class HalfStream:
     """One direction of a connection: where the next byte is expected and what waits."""
 
     __slots__ = (
+        "acked",
         "conn",
         "direction",
         "fin_seq",
@@ -72,6 +73,8 @@ class HalfStream:
         self.pending: list[tuple[int, bytes, int]] = NO_PENDING
         self.pending_bytes = 0
         self.fin_seq: int | None = None
+        #: the peer acknowledged bytes up to here, past a hole (`Reassembler.acked`)
+        self.acked: int | None = None
         # ignored connection: bytes are counted instead of delivered (one StreamSkipped)
         self.skip = False
         self.skipped = 0
@@ -298,6 +301,45 @@ class Reassembler:
                 self._gap(half, nxt, size, ts, frame)
         half.next_seq = first
         self.drain(half, ts, frame)
+
+    def acked(self, half: HalfStream, ack: int, ts: float, frame: int) -> None:
+        """A segment of `half`'s sender acknowledging its peer's bytes up to `ack`, while
+        some bytes are pending (`total_pending`). A hole the peer's receiver acknowledged
+        was delivered but never captured (it will not be sent again): it becomes a gap,
+        and what waited behind it goes on, as at the close. Not at once: a capture can
+        show an acknowledgement a little before the data it acknowledges (taken at a
+        point between the two, or reordered by the capturing host), so the hole is given
+        up at the connection's next segment after it (`HalfStream.acked`), if still open
+        then; the part of a hole beyond the acknowledgement is still waited for."""
+        conn = half.conn
+        if conn.closed:
+            return
+        for h in conn.halves:
+            if h.acked is not None:
+                mark, h.acked = h.acked, None
+                self._lost_before(h, mark, ts, frame)
+        peer = conn.halves[1 - half.direction]
+        nxt = peer.next_seq
+        if peer.pending and nxt is not None and 0 < (ack - nxt) & MASK < HALF_SPACE:
+            peer.acked = ack
+
+    def _lost_before(self, half: HalfStream, ack: int, ts: float, frame: int) -> None:
+        """The holes of `half` before `ack` (acknowledged, never captured) are gaps."""
+        while half.pending:
+            nxt = half.next_seq
+            if nxt is None:
+                return
+            rel = (ack - nxt) & MASK
+            hole = (half.pending[0][0] - nxt) & MASK
+            if not rel or rel >= HALF_SPACE or hole >= HALF_SPACE:
+                return
+            size = min(rel, hole)
+            if size:
+                self._gap(half, nxt, size, ts, frame)
+                half.next_seq = (nxt + size) & MASK
+            self.drain(half, ts, frame)
+            if size < hole:
+                return
 
     def flush(self, half: HalfStream, ts: float, frame: int) -> None:
         """End of a direction: pending segments go out with gaps, then any hole before FIN."""

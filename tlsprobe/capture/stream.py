@@ -191,6 +191,11 @@ class CaptureStream(PacketLoop):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
                         if pstart == l4end and not flags & 7:
+                            if tcp.total_pending:  # (a hole waits: the ack may pass it)
+                                tcp.pure_ack(buf[start + 26:start + 38], buf, start + 34, ts,
+                                             frame)
+                                while out:
+                                    yield out.pop(0)
                             continue  # pure ack
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
@@ -208,8 +213,8 @@ class CaptureStream(PacketLoop):
                                     else:
                                         yield mk((conn.key[0] if plain else conn.key,
                                                   half.direction, buf[pstart:l4end], ts, frame))
-                                    if half.pending or conn.closing:
-                                        tcp.settle(half, ts, frame)
+                                    if half.pending or conn.closing or tcp.total_pending:
+                                        tcp.settle(half, ts, frame, buf, start + 34)
                                         while out:
                                             yield out.pop(0)
                                     continue
@@ -265,6 +270,11 @@ class CaptureStream(PacketLoop):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
                         if pstart == l4end and not flags & 7:
+                            if tcp.total_pending:  # (a hole waits: the ack may pass it)
+                                tcp.pure_ack(buf[start + 26:start + 38], buf, start + 34, sec + frac * scale,
+                                             frame)
+                                while out:
+                                    yield out.pop(0)
                             continue  # pure ack
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
@@ -284,9 +294,9 @@ class CaptureStream(PacketLoop):
                                 else:
                                     yield mk((conn.key[0] if plain else conn.key, half.direction,
                                               buf[pstart:l4end], sec + frac * scale, frame))
-                                if not (half.pending or conn.closing):
+                                if not (half.pending or conn.closing or tcp.total_pending):
                                     continue
-                                tcp.settle(half, sec + frac * scale, frame)
+                                tcp.settle(half, sec + frac * scale, frame, buf, start + 34)
                             else:
                                 tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
                                         seq, flags, 0, sec + frac * scale, frame)

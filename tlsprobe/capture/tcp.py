@@ -127,6 +127,9 @@ class TcpTracker(Eviction):
                 self.stats.skip("truncated" if cut else "bad_tcp_header")
                 return
             if not flags & 7 and not cut:
+                if self.total_pending:  # (some hole waits: the ack may pass one)
+                    self.pure_ack(buf[addr_off:addr_off + alen + alen] + buf[l4:l4 + 4], buf,
+                                  l4, ts, frame)
                 return  # pure ack: nothing to deliver
         if addr_off + alen + alen == l4:
             key = buf[addr_off:l4 + 4]
@@ -157,18 +160,23 @@ class TcpTracker(Eviction):
             else:
                 self.out.append(_new(StreamData, (conn.key, half.direction, buf[pstart:l4end],
                                                   ts, frame)))
-            if half.pending or conn.closing:
-                self.settle(half, ts, frame)
+            if half.pending or conn.closing or self.total_pending:
+                self.settle(half, ts, frame, buf, l4)
             return
         self.data(half, seq, buf[pstart:l4end], cut, ts, frame)
+        if self.total_pending and buf[l4 + 13] & ACK:
+            self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
-    def settle(self, half: HalfStream, ts: float, frame: int) -> None:
-        """After in-order bytes: deliver what waited behind them; close a connection whose
-        two FINs have now been reached."""
+    def settle(self, half: HalfStream, ts: float, frame: int, buf: bytes, l4: int) -> None:
+        """After in-order bytes (of the segment whose TCP header starts at buf[l4]):
+        deliver what waited behind them; take its acknowledgement past a hole of the peer's
+        (`acked`); close a connection whose two FINs have now been reached."""
         if half.pending:
             self.drain(half, ts, frame)
+        if self.total_pending and buf[l4 + 13] & ACK:
+            self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
         conn = half.conn
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
@@ -214,6 +222,8 @@ class TcpTracker(Eviction):
         if (data or cut) and not flags & RST:  # text in a RST is not stream data
             self.stats.tcp_segments += 1
             self.data(half, seq, data, cut, ts, frame)
+        if self.total_pending and flags & ACK:
+            self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
         if flags & RST:
             self._rst(conn, half, ts, frame)
             return
@@ -230,6 +240,17 @@ class TcpTracker(Eviction):
                 conn.closing = True
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
+
+    def pure_ack(self, key: bytes, buf: bytes, l4: int, ts: float, frame: int) -> None:
+        """A segment with no payload, SYN, FIN or RST of the flow `key` while some bytes
+        are pending: its acknowledgement may pass a hole of the peer's (`acked`)."""
+        half = self.flows.get(key)
+        if half is not None and buf[l4 + 13] & ACK:
+            self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
+            conn = half.conn
+            if conn.closing and not conn.closed and conn.halves[0].complete and \
+                    conn.halves[1].complete:
+                self.close(conn, "fin", ts, frame)
 
     def _rst(self, conn: Connection, half: HalfStream, ts: float, frame: int) -> None:
         """A RST. Bytes its peer had already sent are still in flight and often captured
