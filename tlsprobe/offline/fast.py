@@ -126,7 +126,9 @@ class FastReader:
         if not half.counting:
             self.gap(half, ts, frame)
 
-    def gap(self, half: FastHalf, ts: float = 0.0, frame: int = 0) -> None:
+    def gap(self, half: FastHalf, ts: float = 0.0, frame: int = 0, size: int = 0) -> None:
+        """Bytes of the half were lost (`size`: how many, 0 not known): the partial record
+        and message are dropped and the next record header looked for."""
         if half.counting:
             return
         if half.direction == CLIENT and not self.facts.client_hellos:
