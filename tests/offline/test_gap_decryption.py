@@ -97,3 +97,19 @@ def test_the_sequence_numbers_tried_after_a_gap_are_bounded() -> None:
     assert far.failed
     with pytest.raises(UnknownRecordKey):
         far.decrypt(records[5])  # given up: no more tries
+
+
+def test_a_lost_middlebox_change_cipher_spec_moves_no_sequence_number(
+        run_cli: Any, tmp_path: Path) -> None:
+    """The server's middlebox ChangeCipherSpec lost (6 bytes, no protected record): its
+    encrypted handshake is decrypted from the same sequence number, as tshark does (it was
+    not decrypted at all, with 'Certificate not captured (gap of 6 bytes)')."""
+    lost = _built(tmp_path, "tls13_x25519", ("s:ct20",))
+    out = subprocess.run([str(TSHARK), "-r", str(lost), "-o", f"tls.keylog_file:{KEYS[1]}",
+                          "-Y", "tls.handshake.type == 11", "-T", "fields", "-e",
+                          "frame.number"], capture_output=True, text=True, timeout=60,
+                         check=True).stdout.split()
+    assert out, "tshark decrypts the server's Certificate"
+    conn = _connection(run_cli, lost, *KEYS)
+    assert conn["problems"] == [] and len(conn["certificates"]) == 2
+    assert conn["handshake_complete"] is True and conn["gap_bytes"] == 6

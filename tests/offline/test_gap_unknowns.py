@@ -179,3 +179,22 @@ def test_a_lost_segment_the_peer_acknowledged_holds_nothing_back(tmp_path: Path)
             (report,) = [to_json_object(r) for r, _trace in analysis]
         assert report["close"] is None and report["encrypted"] is True, path
         assert report["last_frame"] <= 14, (path, report["last_frame"])
+
+
+@pytest.mark.parametrize("keys", [False, True])
+def test_a_gap_too_small_for_a_message_hid_none(run_cli: Any, tmp_path: Path,
+                                                keys: bool) -> None:
+    """TLS 1.2 session-ticket resumption (the recording's second connection) with the
+    server's ChangeCipherSpec lost: a gap of 6 bytes between whole records cannot have held
+    a Certificate or a ServerKeyExchange (a record holding one takes at least 10 bytes), so
+    neither is said not captured (both were); the full handshake's lost Certificate (1635
+    bytes) still is."""
+    args = ("--keylog", str(CAPTURES / "tls12_resumption.keys")) if keys else ()
+    lost = _built(tmp_path, "tls12_resumption", ("s:ct20",), conn=1)
+    assert tshark_fields(lost, "tls.record.content_type == 20 && tcp.srcport == 4433",
+                         "frame.number") == []
+    conn = _connection(run_cli, lost, *args)
+    assert conn["gap_bytes"] == 6 and conn["problems"] == [], conn["problems"]
+    assert conn["key_exchange"]["source"] != "not_captured"
+    conn = _connection(run_cli, _built(tmp_path, "tls12_x25519", ("s:hs11",)))
+    assert conn["problems"] == ["Certificate not captured (gap of 1635 bytes)"]

@@ -57,6 +57,7 @@ class HalfStream:
         "next_seq",
         "pending",
         "pending_bytes",
+        "pending_ts",
         "skip",
         "skip_frame",
         "skip_gaps",
@@ -72,6 +73,7 @@ class HalfStream:
         # (seq, data, cut) by sequence; the shared empty list until a segment waits
         self.pending: list[tuple[int, bytes, int]] = NO_PENDING
         self.pending_bytes = 0
+        self.pending_ts = 0.0  # the capture time of the latest segment that went pending
         self.fin_seq: int | None = None
         #: the peer acknowledged bytes up to here, past a hole (`Reassembler.acked`)
         self.acked: int | None = None
@@ -168,6 +170,7 @@ class Reassembler:
             back = 0
         elif rel < HALF_SPACE:
             self._insert(half, seq, data, cut)
+            half.pending_ts = ts
             stats.tcp_out_of_order += 1
             if (half.pending_bytes > self.max_pending_bytes
                     or self.total_pending > self.max_total_pending_bytes):
@@ -310,7 +313,9 @@ class Reassembler:
         show an acknowledgement a little before the data it acknowledges (taken at a
         point between the two, or reordered by the capturing host), so the hole is given
         up at the connection's next segment after it (`HalfStream.acked`), if still open
-        then; the part of a hole beyond the acknowledgement is still waited for."""
+        then; and an acknowledgement timed before the bytes waiting behind the hole (a
+        file whose packets are out of their time order) is not taken. The part of a hole
+        beyond the acknowledgement is still waited for."""
         conn = half.conn
         if conn.closed:
             return
@@ -320,7 +325,8 @@ class Reassembler:
                 self._lost_before(h, mark, ts, frame)
         peer = conn.halves[1 - half.direction]
         nxt = peer.next_seq
-        if peer.pending and nxt is not None and 0 < (ack - nxt) & MASK < HALF_SPACE:
+        if peer.pending and nxt is not None and 0 < (ack - nxt) & MASK < HALF_SPACE and \
+                ts >= peer.pending_ts:
             peer.acked = ack
 
     def _lost_before(self, half: HalfStream, ack: int, ts: float, frame: int) -> None:

@@ -131,7 +131,7 @@ class GapResync:
     """A TLS 1.3 side's records after a capture gap: the records the gap took moved the
     sequence number by a count not known, but bounded by the gap's size (each record takes
     at least its header, its content type and its AEAD tag; at most 2^14 + 256 bytes and
-    its header). The first record after it is tried with each sequence number the bounds
+    its header; a middlebox ChangeCipherSpec takes none). The first record after it is tried with each sequence number the bounds
     allow (at most `MAX_RESYNC_TRIES`), and with the side's application key from 0 when
     its handshake Finished was not read (the gap may have held it); the AEAD tag tells
     the right one, so what it opens is certain. Found: every later record uses it. None
@@ -171,7 +171,8 @@ class GapResync:
         protection = self.current.protection
         tag = protection.tag_len if isinstance(protection, Tls13Protection) else 16
         most = min(MAX_RESYNC_TRIES, -(-self.lost // (5 + 1 + tag)) + 1)
-        least = max(1, self.lost // MAX_TLS13_RECORD)
+        # (none protected lost: a gap of ChangeCipherSpec records only, which take none)
+        least = self.lost // MAX_TLS13_RECORD
         seq = protection.seq
         out = [(self.current, seq + n, False) for n in range(least, least + most)]
         application = self.decryptor.application_after_gap(self.direction)

@@ -248,6 +248,8 @@ class FlowReader:
                 self.facts.cut_client_hello(bytes(msg), ts, frame)
         half.head = bytearray()
         half.aligner.lost()
+        if half.flow is not None and half.flow.pending(half.direction):
+            self.facts.gap_cut(half.direction)  # (it cut a record or a message)
         half.flow = None  # partial record and message are gone; keys too (seq lost)
         half.fed = 0
         half.after_gap = True
@@ -266,7 +268,10 @@ class FlowReader:
             self._held = []
 
     def _feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
+        skipped = half.aligner.skipped
         data = half.aligner.feed(data)
+        if half.after_gap and half.aligner.skipped > skipped:
+            self.facts.gap_cut(half.direction)  # (the rest of a record it cut)
         if half.aligner.state == "dead":
             half.counting = True
         if not data:
@@ -370,6 +375,7 @@ class FlowReader:
                 self.decryptor.opened[d] = True
         elif isinstance(ev, ErrorEvent):
             if ev.where == "handshake framing" and self._half(d).after_gap:
+                f.gap_cut(d, tail=True)
                 # the fast reader's rule: after a gap, a handshake record that starts with
                 # no message header is the middle of a message whose start was lost, or
                 # protected after a ChangeCipherSpec the gap took (an encrypted Finished
