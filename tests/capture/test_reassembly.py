@@ -528,13 +528,14 @@ def test_ignore_unknown_or_closed_connection_is_refused() -> None:
     assert not stream.ignore(events[0].conn) and not stream.ignore(99)
 
 
+@pytest.mark.parametrize("v6", [False, True])
 @pytest.mark.parametrize("acker", ["pure", "data", "fin"])
-def test_an_ack_past_a_hole_lets_the_bytes_behind_it_out(acker: str) -> None:
+def test_an_ack_past_a_hole_lets_the_bytes_behind_it_out(acker: str, v6: bool) -> None:
     """The peer acknowledged bytes the capture never saw (a segment delivered but not
     captured): the hole is a gap at the connection's next segment after that
     acknowledgement (a pure ack, one carried by data, by a FIN), and the bytes behind it
-    come out then, not at the connection's close."""
-    c = Conv()
+    come out then, not at the connection's close (IPv4's fast path, IPv6's other one)."""
+    c = Conv(client=("fd00::1", 40000), server=("fd00::2", 443)) if v6 else Conv()
     pkts = c.handshake() + [c.c(b"A" * 10)]
     c.c(b"B" * 6)  # lost: the server received it, the capture did not
     pkts.append(c.c(b"C" * 5))

@@ -94,7 +94,7 @@ class Connection:
     """One TCP connection: its key (client -> server) and its two halves."""
 
     __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset",
-                 "reset_by", "swapped")
+                 "reset_by", "swapped", "watch")
 
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
@@ -107,6 +107,10 @@ class Connection:
         self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
         self.reset_by = 0  # the direction that sent it
         self.swapped = False  # oriented against the tracker's first guess (`swap`)
+        #: bytes wait in a half, or both FINs came: each in-order segment calls
+        #: `TcpTracker.settle` (delivery behind it, acknowledgements, the close), which
+        #: clears it once neither holds (one test on the per-packet fast path)
+        self.watch = False
 
 
 class Reassembler:
@@ -118,7 +122,10 @@ class Reassembler:
         self.out = out
         self.max_pending_bytes = max_pending_bytes
         self.max_total_pending_bytes = max_total_pending_bytes
-        self.total_pending = 0
+        #: pending bytes of all connections, in a list of one so that the packet loops
+        #: read it from a local (`held[0]`, where an attribute of the tracker costs some
+        #: hundred instructions a pure ack in pure Python)
+        self.held = [0]
         #: data events as plain tuples, the connection's id in the key's place (set by
         #: the stream before its loop starts: `CaptureStream.plain_data`)
         self.plain = False
@@ -171,9 +178,10 @@ class Reassembler:
         elif rel < HALF_SPACE:
             self._insert(half, seq, data, cut)
             half.pending_ts = ts
+            half.conn.watch = True
             stats.tcp_out_of_order += 1
             if (half.pending_bytes > self.max_pending_bytes
-                    or self.total_pending > self.max_total_pending_bytes):
+                    or self.held[0] > self.max_total_pending_bytes):
                 self._relieve(half, ts, frame)
             return
         else:
@@ -208,12 +216,12 @@ class Reassembler:
         if not pending:  # (maybe the shared NO_PENDING: never appended to)
             half.pending = [(seq, data, cut)]
             half.pending_bytes += len(data)
-            self.total_pending += len(data)
+            self.held[0] += len(data)
             return
         if start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
             pending.append((seq, data, cut))
             half.pending_bytes += len(data)
-            self.total_pending += len(data)
+            self.held[0] += len(data)
             return
         i = bisect_left(pending, start, key=lambda p: (p[0] - nxt) & MASK)
         if i and ((pending[i - 1][0] - nxt) & MASK) + len(pending[i - 1][1]) > start:
@@ -243,7 +251,7 @@ class Reassembler:
         if j == i:  # nothing pending overlaps: one insert at its place
             pending.insert(i, (seq, data, cut))
             half.pending_bytes += len(data)
-            self.total_pending += len(data)
+            self.held[0] += len(data)
             return
         if not pieces:
             self.stats.tcp_retransmissions += 1
@@ -254,7 +262,7 @@ class Reassembler:
             k = bisect_left(pending, a, lo=i, key=lambda p: (p[0] - nxt) & MASK)
             pending.insert(k, piece)
             half.pending_bytes += b - a
-            self.total_pending += b - a
+            self.held[0] += b - a
 
     def drain(self, half: HalfStream, ts: float, frame: int) -> None:
         """Deliver pending segments that have become contiguous with the stream (those
@@ -272,7 +280,7 @@ class Reassembler:
             i += 1
             n = len(data)
             half.pending_bytes -= n
-            self.total_pending -= n
+            self.held[0] -= n
             back = (nxt - seq) & MASK if rel else 0
             if back < n:
                 self._deliver(half, data[back:] if back else data, ts, frame)
@@ -292,7 +300,7 @@ class Reassembler:
         """Too much is pending: give up on holes (as gaps) until under the bounds again."""
         self.stats.tcp_pending_flushes += 1
         while half.pending and (half.pending_bytes > self.max_pending_bytes
-                                or self.total_pending > self.max_total_pending_bytes):
+                                or self.held[0] > self.max_total_pending_bytes):
             self._skip_hole(half, ts, frame)
 
     def _skip_hole(self, half: HalfStream, ts: float, frame: int) -> None:
@@ -307,7 +315,7 @@ class Reassembler:
 
     def acked(self, half: HalfStream, ack: int, ts: float, frame: int) -> None:
         """A segment of `half`'s sender acknowledging its peer's bytes up to `ack`, while
-        some bytes are pending (`total_pending`). A hole the peer's receiver acknowledged
+        some bytes are pending (`held`). A hole the peer's receiver acknowledged
         was delivered but never captured (it will not be sent again): it becomes a gap,
         and what waited behind it goes on, as at the close. Not at once: a capture can
         show an acknowledgement a little before the data it acknowledges (taken at a

@@ -71,9 +71,8 @@ _NO_CERTIFICATES: Final[list[bytes]] = []
 _NO_ALERTS: Final[list[tuple[int, int, int, bool]]] = []
 _NO_PROBLEMS: Final[list[str]] = []
 _NEITHER: Final[list[bool]] = [False, False]
-_NO_GAP: Final[list[int]] = [0, 0]
-#: `Facts.gap_bounds` of a connection with no gap in a handshake (shared, never changed)
-_NO_BOUNDS: Final[list[int]] = [0, 0, 0, 0, 0]
+#: `Facts.handshake_gap` of a connection that lost nothing (shared, never changed)
+_NO_GAP: Final[list[int]] = [0, 0, 0, 0, 0, 0, 0]
 #: a ChangeCipherSpec record's size: a gap of just this, between whole records, before the
 #: side's CCS was read, followed by a handshake record that starts no message, held that
 #: side's CCS (what follows is its encrypted Finished), not the head of a message
@@ -119,7 +118,6 @@ class Facts:
         "encrypted_alert",
         "finished",
         "framing",
-        "gap_bounds",
         "handshake_gap",
         "hello_shape",
         "hrr",
@@ -185,13 +183,11 @@ class Facts:
         #: bit 1 << direction: the capture missed bytes of that side (a swapped
         #: connection's roles may lag)
         self.lost_sides = 0
-        #: bytes lost after the ServerHello, before that side's CCS (TLS 1.0-1.2) or its
-        #: Finished (TLS 1.3: never read without keys)
+        #: per side, bytes lost after the ServerHello, before that side's CCS (TLS 1.0-1.2)
+        #: or its Finished (TLS 1.3: never read without keys); then per side the largest
+        #: gap before that (the ServerHello's too), (bit 1 << side) whether one cut a
+        #: record or message, and per side the size of the last one (`gap_may_hold`)
         self.handshake_gap = _NO_GAP
-        #: per side, the largest gap before that side's handshake ended, then (bit 1 <<
-        #: side) whether a gap there cut a record or message (`gap_may_hold`), then per
-        #: side the size of the last such gap
-        self.gap_bounds = _NO_BOUNDS
         self.problems = _NO_PROBLEMS
         self.ch_ts: float | None = None
         self.sh_ts: float | None = None
@@ -304,15 +300,13 @@ class Facts:
         self.lost_sides |= 1 << direction
         if self.finished[direction] if self.tls13 else self.ccs[direction]:
             return
-        bounds = self.gap_bounds
-        if bounds is _NO_BOUNDS:
-            bounds = self.gap_bounds = [0, 0, 0, 0, 0]
-        bounds[direction] = max(bounds[direction], size)
-        bounds[3 + direction] = size
+        gap = self.handshake_gap
+        if gap is _NO_GAP:
+            gap = self.handshake_gap = [0, 0, 0, 0, 0, 0, 0]
+        gap[2 + direction] = max(gap[2 + direction], size)
+        gap[5 + direction] = size
         if self.server_hello is not None:
-            if self.handshake_gap is _NO_GAP:
-                self.handshake_gap = [0, 0]
-            self.handshake_gap[direction] += size
+            gap[direction] += size
 
     def gap_cut(self, direction: int, tail: bool = False) -> None:
         """A gap of `direction` cut a record or a handshake message (the reader held part of
@@ -322,22 +316,23 @@ class Facts:
         gap held the CCS, the record after it is the encrypted Finished.)"""
         if self.finished[direction] if self.tls13 else self.ccs[direction]:
             return
-        if self.gap_bounds is _NO_BOUNDS:
-            self.gap_bounds = [0, 0, 0, 0, 0]
-        elif tail and not self.tls13 and self.gap_bounds[3 + direction] == CCS_RECORD and \
-                not self.gap_bounds[2] & 1 << direction:
+        gap = self.handshake_gap
+        if gap is _NO_GAP:
+            gap = self.handshake_gap = [0, 0, 0, 0, 0, 0, 0]
+        elif tail and not self.tls13 and gap[5 + direction] == CCS_RECORD and \
+                not gap[4] & 1 << direction:
             return
-        self.gap_bounds[2] |= 1 << direction
+        gap[4] |= 1 << direction
 
     def gap_may_hold(self, direction: int, body: int) -> bool:
         """Whether the gaps of `direction`'s handshake may have held a message whose body
         has at least `body` bytes: yes after a gap that cut a record or message (part of
         one); else only a gap as large as a record holding the message whole (its header,
         the message's header and body, TLS 1.3's content type and shortest tag, 8 bytes)."""
-        bounds = self.gap_bounds
-        if bounds[2] & 1 << direction:
+        gap = self.handshake_gap
+        if gap[4] & 1 << direction:
             return True
-        return bounds[direction] >= 5 + 4 + body + (1 + 1 + 8 if self.tls13 else 0)
+        return gap[2 + direction] >= 5 + 4 + body + (1 + 1 + 8 if self.tls13 else 0)
 
     def missing_server_key_exchange(self) -> str | None:
         """The problem text when the key exchange needs a ServerKeyExchange that a gap
