@@ -526,3 +526,47 @@ def test_ignore_unknown_or_closed_connection_is_refused() -> None:
     stream = iter_stream_events(io.BytesIO(pcap_bytes([ether(p) for p in pkts])))
     events = list(stream)
     assert not stream.ignore(events[0].conn) and not stream.ignore(99)
+
+
+@pytest.mark.parametrize("v6", [False, True])
+@pytest.mark.parametrize("acker", ["pure", "data", "fin"])
+def test_an_ack_past_a_hole_lets_the_bytes_behind_it_out(acker: str, v6: bool) -> None:
+    """The peer acknowledged bytes the capture never saw (a segment delivered but not
+    captured): the hole is a gap at the connection's next segment after that
+    acknowledgement (a pure ack, one carried by data, by a FIN), and the bytes behind it
+    come out then, not at the connection's close (IPv4's fast path, IPv6's other one)."""
+    c = Conv(client=("fd00::1", 40000), server=("fd00::2", 443)) if v6 else Conv()
+    pkts = c.handshake() + [c.c(b"A" * 10)]
+    c.c(b"B" * 6)  # lost: the server received it, the capture did not
+    pkts.append(c.c(b"C" * 5))
+    pkts.append({"pure": c.ack(False), "data": c.s(b"ok"), "fin": c.s(b"", "FA")}[acker])
+    pkts += [c.ack(), c.ack(), c.c(b"", "FA")] + ([] if acker == "fin" else [c.s(b"", "FA")])
+    events, _ = run(pkts)
+    gap = next(e for e in events if isinstance(e, StreamGap))
+    assert (gap.size, gap.frame) == (6, 7)
+    behind = next(e for e in events if isinstance(e, StreamData) and e.data == b"C" * 5)
+    assert behind.frame == 7 and events.index(behind) == events.index(gap) + 1
+    assert streams(events)[0]["data"][0] == b"A" * 10 + b"C" * 5
+
+
+def test_an_ack_inside_a_hole_gives_up_only_its_acknowledged_part() -> None:
+    """An acknowledgement that ends inside a hole: the part before it is lost, the rest may
+    still come (it does); one not past the hole changes nothing; the data an
+    acknowledgement passes, captured just after it, is no gap."""
+    c = Conv()
+    pkts = c.handshake() + [c.c(b"A" * 10)]
+    lost, late = c.c(b"B" * 4), c.c(b"L" * 3)
+    pkts.append(c.c(b"C" * 5))
+    pkts.append(c._pkt(False, c.sseq, c.cseq - 8, "A", b""))  # up to the end of B
+    pkts.append(c._pkt(False, c.sseq, c.cseq - 12, "A", b""))  # not past A
+    pkts += [late, c.c(b"", "FA"), c.s(b"", "FA")]
+    events, _ = run(pkts)
+    assert [(e.size, e.frame) for e in events if isinstance(e, StreamGap)] == [(4, 7)]
+    assert streams(events)[0]["data"][0] == b"A" * 10 + b"L" * 3 + b"C" * 5
+    assert lost
+    c = Conv()
+    pkts = c.handshake()
+    first, second = c.c(b"1" * 8), c.c(b"2" * 8)
+    events, _ = run(pkts + [second, c.ack(False), first, c.c(b"", "FA"), c.s(b"", "FA")])
+    assert not [e for e in events if isinstance(e, StreamGap)]
+    assert streams(events)[0]["data"][0] == b"1" * 8 + b"2" * 8

@@ -67,7 +67,9 @@ def test_a_tls13_certificate_request_lost_in_a_gap_is_not_known(run_cli: Any,
     assert conn["client_auth"]["requested"] is True and conn["handshake_complete"] is True
     conn = _connection(run_cli, _built(tmp_path, "tls13_client_auth", ("s:ct23#2",)), *keys)
     assert conn["client_auth"]["requested"] is None and conn["client_auth"]["sent"] is True
-    assert conn["handshake_complete"] is None  # (the server's Finished not read)
+    # the server's later records are decrypted after the gap (its sequence number found):
+    # its Finished was read (test_gap_decryption.py)
+    assert conn["handshake_complete"] is True
 
 
 def test_a_certificate_lost_in_a_gap_is_said(run_cli: Any, tmp_path: Path) -> None:
@@ -159,3 +161,40 @@ def test_a_resumption_whose_client_hello_was_lost_names_no_mechanism(run_cli: An
     assert conn["resumption"] is None and conn["encrypted"] is True
     assert conn["problems"] == [
         "resumption mechanism not known: the ClientHello was not captured"]
+
+
+def test_a_lost_segment_the_peer_acknowledged_holds_nothing_back(tmp_path: Path) -> None:
+    """TLS 1.3, the client's middlebox ChangeCipherSpec (a segment of its own) lost, the
+    server's next segments acknowledging past it: the bytes behind the hole are read from
+    there (tshark reads the client's Finished in the next frame), so the connection is
+    reported when its handshake is decided (stdin, a live capture), before its FIN, as the
+    whole recording is; it was held until the close (reported at the last frame)."""
+    from tlsprobe.model.encode import to_json_object
+    from tlsprobe.offline.analyzer import AnalyzerOptions, analyze
+    lost = _built(tmp_path, "tls13_x25519", ("c:ct20",))
+    assert tshark_fields(lost, "tls.record.opaque_type == 23 && tcp.srcport == 40000",
+                         "frame.number")[0] == "11"
+    for path in (_built(tmp_path, "tls13_x25519"), lost):
+        with analyze(str(path), AnalyzerOptions(report_when_decided=True)) as analysis:
+            (report,) = [to_json_object(r) for r, _trace in analysis]
+        assert report["close"] is None and report["encrypted"] is True, path
+        assert report["last_frame"] <= 14, (path, report["last_frame"])
+
+
+@pytest.mark.parametrize("keys", [False, True])
+def test_a_gap_too_small_for_a_message_hid_none(run_cli: Any, tmp_path: Path,
+                                                keys: bool) -> None:
+    """TLS 1.2 session-ticket resumption (the recording's second connection) with the
+    server's ChangeCipherSpec lost: a gap of 6 bytes between whole records cannot have held
+    a Certificate or a ServerKeyExchange (a record holding one takes at least 10 bytes), so
+    neither is said not captured (both were); the full handshake's lost Certificate (1635
+    bytes) still is."""
+    args = ("--keylog", str(CAPTURES / "tls12_resumption.keys")) if keys else ()
+    lost = _built(tmp_path, "tls12_resumption", ("s:ct20",), conn=1)
+    assert tshark_fields(lost, "tls.record.content_type == 20 && tcp.srcport == 4433",
+                         "frame.number") == []
+    conn = _connection(run_cli, lost, *args)
+    assert conn["gap_bytes"] == 6 and conn["problems"] == [], conn["problems"]
+    assert conn["key_exchange"]["source"] != "not_captured"
+    conn = _connection(run_cli, _built(tmp_path, "tls12_x25519", ("s:hs11",)))
+    assert conn["problems"] == ["Certificate not captured (gap of 1635 bytes)"]

@@ -89,8 +89,7 @@ class PacketLoop(EventIterator):
         """A pcapng capture's events (`fused_pcapng`); a time is t / rate + offset."""
         out, tcp, stats, fast = self._out, self._tcp, self.stats, ETH_IPV4_TCP
         flows, head, trailer, ifaces = tcp.flows, reader.epb, reader.trailer, reader.interfaces
-        plain, mk = self._data_events()
-        buf, nxt = reader.window()
+        (plain, mk), (buf, nxt), held = self._data_events(), reader.window(), tcp.held
         size, nif, iface = len(buf), len(ifaces), Interface(0, 0, 1.0, 0)
         t, pos, frame, in_order = 0, 0, 0, 0
         try:
@@ -125,8 +124,8 @@ class PacketLoop(EventIterator):
                             and not frag & 0x3FFF and 40 <= total <= caplen - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
-                        if pstart == l4end and not flags & 7:
-                            continue  # pure ack
+                        if pstart == l4end and not flags & 7 and not held[0]:
+                            continue  # pure ack (while a hole waits: its ack may pass it)
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
                             half = flows.get(key)
@@ -134,7 +133,7 @@ class PacketLoop(EventIterator):
                                 tcp.control(half, key, seq, flags, buf, start + 26, 4, start + 34,
                                             pstart, l4end, 0, t / iface.rate + iface.offset,
                                             frame)
-                            elif half is not None and seq == half.next_seq:
+                            elif half is not None and seq == half.next_seq and pstart < l4end:
                                 in_order += 1
                                 half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
                                 conn = half.conn
@@ -147,8 +146,9 @@ class PacketLoop(EventIterator):
                                     yield mk((conn.key[0] if plain else conn.key, half.direction,
                                               buf[pstart:l4end], t / iface.rate + iface.offset,
                                               frame))
-                                if half.pending or conn.closing:
-                                    tcp.settle(half, t / iface.rate + iface.offset, frame)
+                                if conn.watch:
+                                    tcp.settle(half, t / iface.rate + iface.offset, frame, buf,
+                                               start + 34)
                             else:
                                 tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
                                             seq, flags, 0, t / iface.rate + iface.offset, frame)

@@ -49,6 +49,7 @@ class HalfStream:
     """One direction of a connection: where the next byte is expected and what waits."""
 
     __slots__ = (
+        "acked",
         "conn",
         "direction",
         "fin_seq",
@@ -56,6 +57,7 @@ class HalfStream:
         "next_seq",
         "pending",
         "pending_bytes",
+        "pending_ts",
         "skip",
         "skip_frame",
         "skip_gaps",
@@ -71,7 +73,10 @@ class HalfStream:
         # (seq, data, cut) by sequence; the shared empty list until a segment waits
         self.pending: list[tuple[int, bytes, int]] = NO_PENDING
         self.pending_bytes = 0
+        self.pending_ts = 0.0  # the capture time of the latest segment that went pending
         self.fin_seq: int | None = None
+        #: the peer acknowledged bytes up to here, past a hole (`Reassembler.acked`)
+        self.acked: int | None = None
         # ignored connection: bytes are counted instead of delivered (one StreamSkipped)
         self.skip = False
         self.skipped = 0
@@ -89,7 +94,7 @@ class Connection:
     """One TCP connection: its key (client -> server) and its two halves."""
 
     __slots__ = ("closed", "closing", "flow_keys", "halves", "key", "last", "reset",
-                 "reset_by", "swapped")
+                 "reset_by", "swapped", "watch")
 
     def __init__(self, key: ConnKey, flow_keys: tuple[bytes, bytes], last: int) -> None:
         self.key = key
@@ -102,6 +107,10 @@ class Connection:
         self.reset: tuple[float, int] | None = None  # (ts, frame) of a RST still lingering
         self.reset_by = 0  # the direction that sent it
         self.swapped = False  # oriented against the tracker's first guess (`swap`)
+        #: bytes wait in a half, or both FINs came: each in-order segment calls
+        #: `TcpTracker.settle` (delivery behind it, acknowledgements, the close), which
+        #: clears it once neither holds (one test on the per-packet fast path)
+        self.watch = False
 
 
 class Reassembler:
@@ -113,7 +122,10 @@ class Reassembler:
         self.out = out
         self.max_pending_bytes = max_pending_bytes
         self.max_total_pending_bytes = max_total_pending_bytes
-        self.total_pending = 0
+        #: pending bytes of all connections, in a list of one so that the packet loops
+        #: read it from a local (`held[0]`, where an attribute of the tracker costs some
+        #: hundred instructions a pure ack in pure Python)
+        self.held = [0]
         #: data events as plain tuples, the connection's id in the key's place (set by
         #: the stream before its loop starts: `CaptureStream.plain_data`)
         self.plain = False
@@ -165,9 +177,11 @@ class Reassembler:
             back = 0
         elif rel < HALF_SPACE:
             self._insert(half, seq, data, cut)
+            half.pending_ts = ts
+            half.conn.watch = True
             stats.tcp_out_of_order += 1
             if (half.pending_bytes > self.max_pending_bytes
-                    or self.total_pending > self.max_total_pending_bytes):
+                    or self.held[0] > self.max_total_pending_bytes):
                 self._relieve(half, ts, frame)
             return
         else:
@@ -202,12 +216,12 @@ class Reassembler:
         if not pending:  # (maybe the shared NO_PENDING: never appended to)
             half.pending = [(seq, data, cut)]
             half.pending_bytes += len(data)
-            self.total_pending += len(data)
+            self.held[0] += len(data)
             return
         if start >= ((pending[-1][0] - nxt) & MASK) + len(pending[-1][1]):
             pending.append((seq, data, cut))
             half.pending_bytes += len(data)
-            self.total_pending += len(data)
+            self.held[0] += len(data)
             return
         i = bisect_left(pending, start, key=lambda p: (p[0] - nxt) & MASK)
         if i and ((pending[i - 1][0] - nxt) & MASK) + len(pending[i - 1][1]) > start:
@@ -237,7 +251,7 @@ class Reassembler:
         if j == i:  # nothing pending overlaps: one insert at its place
             pending.insert(i, (seq, data, cut))
             half.pending_bytes += len(data)
-            self.total_pending += len(data)
+            self.held[0] += len(data)
             return
         if not pieces:
             self.stats.tcp_retransmissions += 1
@@ -248,7 +262,7 @@ class Reassembler:
             k = bisect_left(pending, a, lo=i, key=lambda p: (p[0] - nxt) & MASK)
             pending.insert(k, piece)
             half.pending_bytes += b - a
-            self.total_pending += b - a
+            self.held[0] += b - a
 
     def drain(self, half: HalfStream, ts: float, frame: int) -> None:
         """Deliver pending segments that have become contiguous with the stream (those
@@ -266,7 +280,7 @@ class Reassembler:
             i += 1
             n = len(data)
             half.pending_bytes -= n
-            self.total_pending -= n
+            self.held[0] -= n
             back = (nxt - seq) & MASK if rel else 0
             if back < n:
                 self._deliver(half, data[back:] if back else data, ts, frame)
@@ -286,7 +300,7 @@ class Reassembler:
         """Too much is pending: give up on holes (as gaps) until under the bounds again."""
         self.stats.tcp_pending_flushes += 1
         while half.pending and (half.pending_bytes > self.max_pending_bytes
-                                or self.total_pending > self.max_total_pending_bytes):
+                                or self.held[0] > self.max_total_pending_bytes):
             self._skip_hole(half, ts, frame)
 
     def _skip_hole(self, half: HalfStream, ts: float, frame: int) -> None:
@@ -298,6 +312,48 @@ class Reassembler:
                 self._gap(half, nxt, size, ts, frame)
         half.next_seq = first
         self.drain(half, ts, frame)
+
+    def acked(self, half: HalfStream, ack: int, ts: float, frame: int) -> None:
+        """A segment of `half`'s sender acknowledging its peer's bytes up to `ack`, while
+        some bytes are pending (`held`). A hole the peer's receiver acknowledged
+        was delivered but never captured (it will not be sent again): it becomes a gap,
+        and what waited behind it goes on, as at the close. Not at once: a capture can
+        show an acknowledgement a little before the data it acknowledges (taken at a
+        point between the two, or reordered by the capturing host), so the hole is given
+        up at the connection's next segment after it (`HalfStream.acked`), if still open
+        then; and an acknowledgement timed before the bytes waiting behind the hole (a
+        file whose packets are out of their time order) is not taken. The part of a hole
+        beyond the acknowledgement is still waited for."""
+        conn = half.conn
+        if conn.closed:
+            return
+        for h in conn.halves:
+            if h.acked is not None:
+                mark, h.acked = h.acked, None
+                self._lost_before(h, mark, ts, frame)
+        peer = conn.halves[1 - half.direction]
+        nxt = peer.next_seq
+        if peer.pending and nxt is not None and 0 < (ack - nxt) & MASK < HALF_SPACE and \
+                ts >= peer.pending_ts:
+            peer.acked = ack
+
+    def _lost_before(self, half: HalfStream, ack: int, ts: float, frame: int) -> None:
+        """The holes of `half` before `ack` (acknowledged, never captured) are gaps."""
+        while half.pending:
+            nxt = half.next_seq
+            if nxt is None:
+                return
+            rel = (ack - nxt) & MASK
+            hole = (half.pending[0][0] - nxt) & MASK
+            if not rel or rel >= HALF_SPACE or hole >= HALF_SPACE:
+                return
+            size = min(rel, hole)
+            if size:
+                self._gap(half, nxt, size, ts, frame)
+                half.next_seq = (nxt + size) & MASK
+            self.drain(half, ts, frame)
+            if size < hole:
+                return
 
     def flush(self, half: HalfStream, ts: float, frame: int) -> None:
         """End of a direction: pending segments go out with gaps, then any hole before FIN."""

@@ -176,7 +176,7 @@ class CaptureStream(PacketLoop):
     def _run(self) -> Generator[Event, None, None]:
         out = self._out
         tcp = self._tcp
-        flows = tcp.flows
+        flows, held = tcp.flows, tcp.held
         fast = ETH_IPV4_TCP
         plain, mk = self._data_events()
         packets: Generator[PacketRecord, None, None] = self._reader.packets()
@@ -190,13 +190,13 @@ class CaptureStream(PacketLoop):
                             and not frag & 0x3FFF and 40 <= total <= end - start - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
-                        if pstart == l4end and not flags & 7:
-                            continue  # pure ack
+                        if pstart == l4end and not flags & 7 and not held[0]:
+                            continue  # pure ack (while a hole waits: its ack may pass it)
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
                             if not flags & 7:
                                 half = flows.get(key)
-                                if half is not None and seq == half.next_seq:
+                                if half is not None and seq == half.next_seq and pstart < l4end:
                                     in_order += 1
                                     half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
                                     conn = half.conn
@@ -208,8 +208,8 @@ class CaptureStream(PacketLoop):
                                     else:
                                         yield mk((conn.key[0] if plain else conn.key,
                                                   half.direction, buf[pstart:l4end], ts, frame))
-                                    if half.pending or conn.closing:
-                                        tcp.settle(half, ts, frame)
+                                    if conn.watch:
+                                        tcp.settle(half, ts, frame, buf, start + 34)
                                         while out:
                                             yield out.pop(0)
                                     continue
@@ -231,7 +231,7 @@ class CaptureStream(PacketLoop):
         """The loop for a classic pcap of Ethernet frames, reading its records in place."""
         out = self._out
         tcp = self._tcp
-        flows = tcp.flows
+        flows, held = tcp.flows, tcp.held
         fast = ETH_IPV4_TCP
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
         plain, mk = self._data_events()
@@ -264,15 +264,15 @@ class CaptureStream(PacketLoop):
                             and not frag & 0x3FFF and 40 <= total <= incl - 14):
                         l4end = start + 14 + total
                         pstart = start + 34 + ((doff >> 4) << 2)
-                        if pstart == l4end and not flags & 7:
-                            continue  # pure ack
+                        if pstart == l4end and not flags & 7 and not held[0]:
+                            continue  # pure ack (while a hole waits: its ack may pass it)
                         if pstart <= l4end:
                             key = buf[start + 26:start + 38]
                             half = flows.get(key)
                             if flags & 7:
                                 tcp.control(half, key, seq, flags, buf, start + 26, 4, start + 34,
                                         pstart, l4end, 0, sec + frac * scale, frame)
-                            elif half is not None and seq == half.next_seq:
+                            elif half is not None and seq == half.next_seq and pstart < l4end:
                                 in_order += 1
                                 half.next_seq = (seq + l4end - pstart) & 0xFFFFFFFF
                                 conn = half.conn
@@ -284,9 +284,9 @@ class CaptureStream(PacketLoop):
                                 else:
                                     yield mk((conn.key[0] if plain else conn.key, half.direction,
                                               buf[pstart:l4end], sec + frac * scale, frame))
-                                if not (half.pending or conn.closing):
+                                if not conn.watch:
                                     continue
-                                tcp.settle(half, sec + frac * scale, frame)
+                                tcp.settle(half, sec + frac * scale, frame, buf, start + 34)
                             else:
                                 tcp.payload(buf, key, start + 26, 4, start + 34, pstart, l4end,
                                         seq, flags, 0, sec + frac * scale, frame)

@@ -126,8 +126,8 @@ class TcpTracker(Eviction):
             if pstart > l4end:
                 self.stats.skip("truncated" if cut else "bad_tcp_header")
                 return
-            if not flags & 7 and not cut:
-                return  # pure ack: nothing to deliver
+            if not flags & 7 and not cut and not self.held[0]:
+                return  # pure ack: nothing to deliver (while a hole waits: `payload`)
         if addr_off + alen + alen == l4:
             key = buf[addr_off:l4 + 4]
         else:
@@ -139,6 +139,11 @@ class TcpTracker(Eviction):
         """A segment worth looking at (payload, SYN, FIN or RST) of the flow `key`
         (source address, destination address, source port, destination port, raw)."""
         half = self.flows.get(key)
+        if pstart == l4end and not flags & 7 and not cut:  # a pure ack while a hole waits
+            if half is not None and not half.conn.closed and buf[l4 + 13] & ACK:
+                self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
+                self.settle(half, ts, frame, buf, -1)
+            return
         if half is None or flags & 7:
             self.control(half, key, seq, flags, buf, addr_off, alen, l4, pstart, l4end, cut,
                          ts, frame)
@@ -157,21 +162,31 @@ class TcpTracker(Eviction):
             else:
                 self.out.append(_new(StreamData, (conn.key, half.direction, buf[pstart:l4end],
                                                   ts, frame)))
-            if half.pending or conn.closing:
-                self.settle(half, ts, frame)
+            if conn.watch:
+                self.settle(half, ts, frame, buf, l4)
             return
         self.data(half, seq, buf[pstart:l4end], cut, ts, frame)
+        if conn.watch and buf[l4 + 13] & ACK:
+            self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
-    def settle(self, half: HalfStream, ts: float, frame: int) -> None:
-        """After in-order bytes: deliver what waited behind them; close a connection whose
-        two FINs have now been reached."""
+    def settle(self, half: HalfStream, ts: float, frame: int, buf: bytes, l4: int) -> None:
+        """After in-order bytes of a watched connection (`Connection.watch`; the segment's
+        TCP header at buf[l4], -1: its ack already taken): deliver what waited behind
+        them; take its acknowledgement past a hole of the peer's (`acked`); close a
+        connection whose two FINs have now been reached; stop watching one that holds
+        nothing."""
         if half.pending:
             self.drain(half, ts, frame)
+        if l4 >= 0 and buf[l4 + 13] & ACK:
+            self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
         conn = half.conn
-        if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
-            self.close(conn, "fin", ts, frame)
+        if conn.closing:
+            if conn.halves[0].complete and conn.halves[1].complete:
+                self.close(conn, "fin", ts, frame)
+        elif not (conn.halves[0].pending or conn.halves[1].pending):
+            conn.watch = False
 
     def control(self, half: HalfStream | None, key: bytes, seq: int, flags: int, buf: bytes,
                 addr_off: int, alen: int, l4: int, pstart: int, l4end: int, cut: int,
@@ -214,6 +229,8 @@ class TcpTracker(Eviction):
         if (data or cut) and not flags & RST:  # text in a RST is not stream data
             self.stats.tcp_segments += 1
             self.data(half, seq, data, cut, ts, frame)
+        if conn.watch and flags & ACK:
+            self.acked(half, _ACK_NO(buf, l4 + 8)[0], ts, frame)
         if flags & RST:
             self._rst(conn, half, ts, frame)
             return
@@ -227,7 +244,7 @@ class TcpTracker(Eviction):
             half.fin_seq = fin
             other = conn.halves[1 - half.direction]
             if other.fin_seq is not None:
-                conn.closing = True
+                conn.closing = conn.watch = True
         if conn.closing and conn.halves[0].complete and conn.halves[1].complete:
             self.close(conn, "fin", ts, frame)
 
@@ -398,7 +415,7 @@ class TcpTracker(Eviction):
         self.closed.clear()
         self._texts.clear()
         self._marks.clear()
-        self.total_pending = 0
+        self.held[0] = 0
 
     def ignore(self, conn_id: int) -> bool:
         """Stop delivering a connection's bytes: from now on they are counted (sequence

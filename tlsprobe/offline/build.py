@@ -240,7 +240,11 @@ def _derived(f: Facts, transport: str, brief: bool = False) -> Derived:
            f.server_shape if f.server_shape is not None else (sh[0],) + sh[3:] if sh
            else None, (hrr[0],) + hrr[3:] if hrr else None,
            f.ske, f.cke_length, f.tls13, f.ccs[0], f.ccs[1], f.key_exchange,
-           f.handshake_gap[1] > 0,  # (what a capture gap may have hidden is not stated)
+           # (what a capture gap may have hidden is not stated, and what it could have
+           # held, by its size: a lost HelloRetryRequest, ServerKeyExchange; most
+           # connections lost nothing)
+           f.lost_sides and (f.handshake_gap[1] > 0, f.hello_retry_unseen(),
+                             f.missing_server_key_exchange()),
            # (whether the server echoed the client's session ID: how it resumed)
            sh[2] == f.client_hellos[-1][2] if sh and f.client_hellos else None,
            tuple(f.certificates) if f.certificates else (),  # (no call for none)

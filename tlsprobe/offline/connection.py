@@ -49,7 +49,7 @@ class Connection:
         self.facts.lost(direction, size)
         half = self.halves[direction]
         if not half.counting:
-            self.reader.gap(half, ts, frame)
+            self.reader.gap(half, ts, frame, size)
 
     def swapped(self, key: ConnKey) -> None:
         """The capture now orients this connection the other way round."""

@@ -35,7 +35,7 @@ from tlsprobe.engine.epochs import TrafficEpochs, tls13_protection
 from tlsprobe.engine.keylog import KeyLog
 from tlsprobe.engine.keyschedule import tls13_hash_name
 from tlsprobe.engine.prf import key_block
-from tlsprobe.engine.protection import protections_from_key_block
+from tlsprobe.engine.protection import Tls13Protection, protections_from_key_block
 from tlsprobe.engine.suites import (
     SuiteParams,
     protection_params,
@@ -43,7 +43,7 @@ from tlsprobe.engine.suites import (
     unsupported_reason,
 )
 from tlsprobe.offline.facts import CLIENT, SERVER, Facts
-from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData
+from tlsprobe.session.flow import Deprotector, UndecryptableEarlyData, UnknownRecordKey
 from tlsprobe.wire.buffer import DecodeError
 from tlsprobe.wire.hello_fields import ServerHelloInfo
 from tlsprobe.wire.record import Record
@@ -121,6 +121,66 @@ class EarlyDataDeprotector:
         raise UndecryptableEarlyData("0-RTT record that no known key opens")
 
 
+#: TLS 1.3, the first record after a capture gap: sequence numbers tried per key at most
+MAX_RESYNC_TRIES: Final = 16
+#: the largest protected TLS 1.3 record on the wire (RFC 8446 5.2: 2^14 + 256, its header)
+MAX_TLS13_RECORD: Final = 5 + (1 << 14) + 256
+
+
+class GapResync:
+    """A TLS 1.3 side's records after a capture gap: the records the gap took moved the
+    sequence number by a count not known, but bounded by the gap's size (each record takes
+    at least its header, its content type and its AEAD tag; at most 2^14 + 256 bytes and
+    its header; a middlebox ChangeCipherSpec takes none). The first record after it is tried with each sequence number the bounds
+    allow (at most `MAX_RESYNC_TRIES`), and with the side's application key from 0 when
+    its handshake Finished was not read (the gap may have held it); the AEAD tag tells
+    the right one, so what it opens is certain. Found: every later record uses it. None
+    found: this side's later records are left not decrypted (`UnknownRecordKey`), as
+    without the resync, which says nothing wrong of them."""
+
+    def __init__(self, decryptor: Decryptor, direction: int, current: RecordDeprotector,
+                 lost: int) -> None:
+        self.decryptor = decryptor
+        self.direction = direction
+        self.current = current     # the protection in force before the gap
+        self.lost = lost           # bytes the gaps since the last record read took
+        self.found: RecordDeprotector | None = None
+        self.failed = False
+
+    def decrypt(self, record: Record) -> tuple[int, bytes]:
+        found = self.found
+        if found is not None:
+            return found.decrypt(record)
+        if self.failed:
+            raise UnknownRecordKey("sequence number after a capture gap not known")
+        for deprotector, seq, application in self._candidates():
+            protection = deprotector.protection
+            protection.seq = seq
+            try:
+                out = deprotector.decrypt(record)
+            except ValueError:
+                continue
+            self.found = deprotector
+            self.decryptor.resynced(self.direction, deprotector, application)
+            return out
+        self.failed = True
+        raise UnknownRecordKey("sequence number after a capture gap not known")
+
+    def _candidates(self) -> list[tuple[RecordDeprotector, int, bool]]:
+        """(deprotection, sequence number, whether it is the application key) to try."""
+        protection = self.current.protection
+        tag = protection.tag_len if isinstance(protection, Tls13Protection) else 16
+        most = min(MAX_RESYNC_TRIES, -(-self.lost // (5 + 1 + tag)) + 1)
+        # (none protected lost: a gap of ChangeCipherSpec records only, which take none)
+        least = self.lost // MAX_TLS13_RECORD
+        seq = protection.seq
+        out = [(self.current, seq + n, False) for n in range(least, least + most)]
+        application = self.decryptor.application_after_gap(self.direction)
+        if application is not None:
+            out += [(application, n, True) for n in range(most)]
+        return out
+
+
 #: the key log's note for connections whose logged keys opened none of their records
 WRONG_KEYS: Final = "the logged keys do not decrypt its records (wrong keys for this connection)"
 
@@ -130,7 +190,9 @@ class Decryptor:
 
     def __init__(self, keylog: KeyLog, set_deprotector: SetDeprotector) -> None:
         self.keylog = keylog
-        self.set = set_deprotector
+        self._setter = set_deprotector
+        #: per side, the deprotection installed last (what a gap's resync starts from)
+        self.current: list[Deprotector | None] = [None, None]
         self.active = False
         self.matched = False  # the key log has secrets for this connection
         #: why matched keys could not be used: (suite name or "", reason)
@@ -152,6 +214,44 @@ class Decryptor:
         #: memo) and this connection's master secret once known
         self._offered: tuple[bytes, ...] = ()
         self._master: bytes | None = None
+
+    def set(self, direction: int, deprotector: Deprotector | None) -> None:
+        """Install `direction`'s deprotection (None: its records are not decrypted)."""
+        self.current[direction] = deprotector
+        self._setter(direction, deprotector)
+
+    def after_gap(self, direction: int, lost: int) -> GapResync | None:
+        """TLS 1.3: the deprotection of `direction`'s records after a capture gap of
+        `lost` bytes (`GapResync`); None when there is none to resume (no keys in force,
+        0-RTT data, TLS 1.0-1.2)."""
+        current = self.current[direction]
+        if isinstance(current, GapResync):
+            if current.found is None and not current.failed:
+                current.lost += lost  # a second gap before any record after the first
+                return current
+            current = current.found
+        if lost <= 0 or self._epochs is None or not isinstance(current, RecordDeprotector) \
+                or not isinstance(current.protection, Tls13Protection):
+            return None
+        resync = GapResync(self, direction, current, lost)
+        self.current[direction] = resync
+        return resync
+
+    def application_after_gap(self, direction: int) -> RecordDeprotector | None:
+        """The application key of a side whose handshake Finished was not read (a gap may
+        have held it), to try after the gap; None when read already or not logged."""
+        if self._epochs is None or self._finished[direction]:
+            return None
+        secret = self._epochs.finished(direction)
+        return self._protection(secret) if secret is not None else None
+
+    def resynced(self, direction: int, found: RecordDeprotector, application: bool) -> None:
+        """`GapResync` opened a record: with the application key, the side's handshake
+        is over (its Finished lost in the gap); later gaps resume from `found`."""
+        if application:
+            self._finished[direction] = True
+        if isinstance(self.current[direction], GapResync):
+            self.current[direction] = found
 
     def on_client_hello(self, facts: Facts, raw: bytes = b"") -> None:
         """A ClientHello (`raw`: the message): the session it offers to resume. One of

@@ -71,7 +71,20 @@ _NO_CERTIFICATES: Final[list[bytes]] = []
 _NO_ALERTS: Final[list[tuple[int, int, int, bool]]] = []
 _NO_PROBLEMS: Final[list[str]] = []
 _NEITHER: Final[list[bool]] = [False, False]
-_NO_GAP: Final[list[int]] = [0, 0]
+#: `Facts.handshake_gap` of a connection that lost nothing (shared, never changed)
+_NO_GAP: Final[list[int]] = [0, 0, 0, 0, 0, 0, 0]
+#: a ChangeCipherSpec record's size: a gap of just this, between whole records, before the
+#: side's CCS was read, followed by a handshake record that starts no message, held that
+#: side's CCS (what follows is its encrypted Finished), not the head of a message
+CCS_RECORD: Final = 6
+#: the fewest bytes the body of each message has (RFC 5246 7.4, RFC 8446 4): a capture gap
+#: between whole records that is smaller than one record holding such a message cannot
+#: have held one (`Facts.gap_may_hold`)
+MIN_BODY_CERTIFICATE: Final = 3        # certificate_list<0..2^24-1> (TLS 1.3: + context 1)
+MIN_BODY_SERVER_KEY_EXCHANGE: Final = 1
+MIN_BODY_CERTIFICATE_REQUEST: Final = 4  # certificate_types<1..>, CAs<0..> (TLS 1.0)
+MIN_BODY_SERVER_HELLO_DONE: Final = 0
+MIN_BODY_HELLO_RETRY: Final = 38       # version, random, session id, suite, compression
 #: the (sender, type, HRR, decrypted) notes of the messages, one object each (at most
 #: 2 x 256 x 2 x 2): a connection's list of them holds no tuples of its own
 _NOTES: Final[dict[tuple[int, int, bool, bool], tuple[int, int, bool, bool]]] = {}
@@ -170,8 +183,10 @@ class Facts:
         #: bit 1 << direction: the capture missed bytes of that side (a swapped
         #: connection's roles may lag)
         self.lost_sides = 0
-        #: bytes lost after the ServerHello, before that side's CCS (TLS 1.0-1.2) or its
-        #: Finished (TLS 1.3: never read without keys)
+        #: per side, bytes lost after the ServerHello, before that side's CCS (TLS 1.0-1.2)
+        #: or its Finished (TLS 1.3: never read without keys); then per side the largest
+        #: gap before that (the ServerHello's too), (bit 1 << side) whether one cut a
+        #: record or message, and per side the size of the last one (`gap_may_hold`)
         self.handshake_gap = _NO_GAP
         self.problems = _NO_PROBLEMS
         self.ch_ts: float | None = None
@@ -283,18 +298,49 @@ class Facts:
         a handshake (after the ServerHello, before that side's CCS in TLS 1.0-1.2, its
         Finished in TLS 1.3), where they may have held handshake messages."""
         self.lost_sides |= 1 << direction
-        if self.server_hello is not None and not (
-                self.finished[direction] if self.tls13 else self.ccs[direction]):
-            if self.handshake_gap is _NO_GAP:
-                self.handshake_gap = [0, 0]
-            self.handshake_gap[direction] += size
+        if self.finished[direction] if self.tls13 else self.ccs[direction]:
+            return
+        gap = self.handshake_gap
+        if gap is _NO_GAP:
+            gap = self.handshake_gap = [0, 0, 0, 0, 0, 0, 0]
+        gap[2 + direction] = max(gap[2 + direction], size)
+        gap[5 + direction] = size
+        if self.server_hello is not None:
+            gap[direction] += size
+
+    def gap_cut(self, direction: int, tail: bool = False) -> None:
+        """A gap of `direction` cut a record or a handshake message (the reader held part of
+        one when it came, or dropped bytes after it to find the next record or, `tail`,
+        the rest of a message): it may have held part of any message. (Not a tail after
+        a gap of a ChangeCipherSpec record's size where that side's CCS was not read: the
+        gap held the CCS, the record after it is the encrypted Finished.)"""
+        if self.finished[direction] if self.tls13 else self.ccs[direction]:
+            return
+        gap = self.handshake_gap
+        if gap is _NO_GAP:
+            gap = self.handshake_gap = [0, 0, 0, 0, 0, 0, 0]
+        elif tail and not self.tls13 and gap[5 + direction] == CCS_RECORD and \
+                not gap[4] & 1 << direction:
+            return
+        gap[4] |= 1 << direction
+
+    def gap_may_hold(self, direction: int, body: int) -> bool:
+        """Whether the gaps of `direction`'s handshake may have held a message whose body
+        has at least `body` bytes: yes after a gap that cut a record or message (part of
+        one); else only a gap as large as a record holding the message whole (its header,
+        the message's header and body, TLS 1.3's content type and shortest tag, 8 bytes)."""
+        gap = self.handshake_gap
+        if gap[4] & 1 << direction:
+            return True
+        return gap[2 + direction] >= 5 + 4 + body + (1 + 1 + 8 if self.tls13 else 0)
 
     def missing_server_key_exchange(self) -> str | None:
         """The problem text when the key exchange needs a ServerKeyExchange that a gap
         may have swallowed (not to be reported as absent)."""
         gap = self.handshake_gap[SERVER]
         if gap and not self.tls13 and self.ske is None and self.key_exchange not in (
-                None, "RSA", "PSK", "RSA_PSK"):
+                None, "RSA", "PSK", "RSA_PSK") and \
+                self.gap_may_hold(SERVER, MIN_BODY_SERVER_KEY_EXCHANGE):
             return f"ServerKeyExchange not captured (gap of {gap} bytes)"
         return None
 
@@ -309,7 +355,7 @@ class Facts:
                 any(d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages):
             return None
         gap = self.handshake_gap[SERVER]
-        if gap:
+        if gap and self.gap_may_hold(SERVER, MIN_BODY_SERVER_HELLO_DONE):
             return f"resumption not known (gap of {gap} bytes in the server's handshake)"
         hello = self.client_hellos[-1] if self.client_hellos else None
         if hello is None:  # (the server echoes a session ID in a ticket's resumption too)
@@ -328,7 +374,8 @@ class Facts:
         gap = self.handshake_gap[SERVER]
         sh = self.server_hello
         if not gap or sh is None or self.certificates or self.ccs[SERVER] and not any(
-                d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages):
+                d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages) or \
+                not self.gap_may_hold(SERVER, MIN_BODY_CERTIFICATE + self.tls13):
             return None
         if self.tls13:
             if not self.decrypted or sh.psk_identity is not None:
@@ -347,7 +394,8 @@ class Facts:
         server asked for one (and what) is not known, not "no" (`client_auth.requested`
         null; model.facts.certificate_requested_of's rule for a capture's gaps)."""
         gap, auth = self.handshake_gap[SERVER], self.client_auth
-        if not gap or auth is None or auth[0] or self.tls13 and not self.decrypted:
+        if not gap or auth is None or auth[0] or self.tls13 and not self.decrypted or \
+                not self.gap_may_hold(SERVER, MIN_BODY_CERTIFICATE_REQUEST):
             return None
         return f"CertificateRequest not known (gap of {gap} bytes in the server's handshake)"
 
@@ -358,7 +406,8 @@ class Facts:
         QUIC's after a Retry: no server bytes are lost there.)"""
         hellos = self.client_hellos
         return bool(self.tls13 and self.hrr is None and self.lost_sides & 1 << SERVER and
-                    len(hellos) > 1 and hellos[1] != hellos[0])
+                    len(hellos) > 1 and hellos[1] != hellos[0] and
+                    self.gap_may_hold(SERVER, MIN_BODY_HELLO_RETRY))
 
     def alert(self, direction: int, level: int, description: int, decrypted: bool = False) -> None:
         if len(self.alerts) < MAX_MESSAGES:

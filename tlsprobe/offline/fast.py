@@ -126,9 +126,13 @@ class FastReader:
         if not half.counting:
             self.gap(half, ts, frame)
 
-    def gap(self, half: FastHalf, ts: float = 0.0, frame: int = 0) -> None:
+    def gap(self, half: FastHalf, ts: float = 0.0, frame: int = 0, size: int = 0) -> None:
+        """Bytes of the half were lost (`size`: how many, 0 not known): the partial record
+        and message are dropped and the next record header looked for."""
         if half.counting:
             return
+        if half.parts or half.hs:  # (it cut a record or a message)
+            self.facts.gap_cut(half.direction)
         if half.direction == CLIENT and not self.facts.client_hellos:
             self._cut_hello(half, ts, frame)
         half.parts = _NO_PARTS
@@ -159,9 +163,12 @@ class FastReader:
                 half.aligner = ALIGNED  # the usual start: a record, nothing to align
             elif aligner.state != "aligned":
                 half.aligner = aligner = own_aligner(aligner, half.direction)
+                skipped = aligner.skipped
                 data = aligner.feed(data)
                 if aligner.state == "dead":
                     half.counting = True
+                elif half.after_gap and aligner.skipped > skipped:
+                    self.facts.gap_cut(half.direction)  # (the rest of a record it cut)
         if half.parts and data:
             half.parts.append(data)
             half.have += len(data)
@@ -304,6 +311,7 @@ class FastReader:
         if half.after_gap and not hs:
             if len(fragment) < 4 or fragment[0] not in MESSAGE_TYPES or \
                     int.from_bytes(fragment[1:4], "big") > MAX_MESSAGE:
+                self.facts.gap_cut(half.direction, tail=True)
                 return  # the middle of a message whose start was lost
             half.after_gap = False
         if not hs and len(fragment) >= 4 and \

@@ -129,8 +129,9 @@ class FlowReader:
         self.swapped = False
         self._ts = 0.0
         self._frame = 0
-        #: bytes (None: a gap) held while waiting for keys: (half, data, ts, frame)
-        self._held: list[tuple[FlowHalf, bytes | None, float, int]] | None = None
+        #: bytes (an int: a gap of that size) held while waiting for keys:
+        #: (half, data, ts, frame)
+        self._held: list[tuple[FlowHalf, bytes | int, float, int]] | None = None
         self._held_bytes = 0
         #: held once at most, and only when the key log is still being written
         self._waited = keylog is None or not keylog.grows
@@ -181,13 +182,13 @@ class FlowReader:
         self._waited = True
         return not self._keys_logged()
 
-    def _hold(self, half: FlowHalf, data: bytes | None, ts: float, frame: int) -> None:
+    def _hold(self, half: FlowHalf, data: bytes | int, ts: float, frame: int) -> None:
         """Keep a segment (or a gap) of a connection waiting for keys; read all that was
         held when the keys have come, or without them when waiting has lasted enough."""
         held, dec = self._held, self.decryptor
         assert held is not None and dec is not None
         held.append((half, data, ts, frame))
-        self._held_bytes += len(data or b"")
+        self._held_bytes += 0 if isinstance(data, int) else len(data)
         if half.direction == SERVER:
             self._server_spoke = True
         elif self._server_spoke:
@@ -209,8 +210,8 @@ class FlowReader:
         """Read what was held, in its order."""
         held, self._held = self._held, None
         for half, data, ts, frame in held or ():
-            if data is None:
-                self.gap(half, ts, frame)
+            if isinstance(data, int):
+                self.gap(half, ts, frame, data)
             elif not half.counting:
                 self._feed(half, data, ts, frame)
 
@@ -228,11 +229,14 @@ class FlowReader:
         if not half.counting:
             self.gap(half, ts, frame)
 
-    def gap(self, half: FlowHalf, ts: float = 0.0, frame: int = 0) -> None:
+    def gap(self, half: FlowHalf, ts: float = 0.0, frame: int = 0, size: int = 0) -> None:
+        """`size` bytes of the half were lost (0: not known): a fresh Flow reads what
+        follows from the next record header; TLS 1.3 records under keys are decrypted on
+        after it where the sequence number can be found (`Decryptor.after_gap`)."""
         if half.counting:
             return
         if self._held is not None:
-            self._hold(half, None, ts, frame)
+            self._hold(half, size, ts, frame)
             return
         if half.head and not self.facts.client_hellos:
             msg = bytearray()  # the handshake bytes of the records kept, the last one cut
@@ -244,9 +248,16 @@ class FlowReader:
                 self.facts.cut_client_hello(bytes(msg), ts, frame)
         half.head = bytearray()
         half.aligner.lost()
+        if half.flow is not None and half.flow.pending(half.direction):
+            self.facts.gap_cut(half.direction)  # (it cut a record or a message)
         half.flow = None  # partial record and message are gone; keys too (seq lost)
         half.fed = 0
         half.after_gap = True
+        dec = self.decryptor
+        if dec is not None and dec.active:
+            resync = dec.after_gap(half.direction, size)
+            if resync is not None:
+                self._flow_of(half).set_deprotector(half.direction, resync)
 
     def feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
         if self._held is not None:
@@ -257,7 +268,10 @@ class FlowReader:
             self._held = []
 
     def _feed(self, half: FlowHalf, data: bytes, ts: float, frame: int) -> None:
+        skipped = half.aligner.skipped
         data = half.aligner.feed(data)
+        if half.after_gap and half.aligner.skipped > skipped:
+            self.facts.gap_cut(half.direction)  # (the rest of a record it cut)
         if half.aligner.state == "dead":
             half.counting = True
         if not data:
@@ -361,6 +375,7 @@ class FlowReader:
                 self.decryptor.opened[d] = True
         elif isinstance(ev, ErrorEvent):
             if ev.where == "handshake framing" and self._half(d).after_gap:
+                f.gap_cut(d, tail=True)
                 # the fast reader's rule: after a gap, a handshake record that starts with
                 # no message header is the middle of a message whose start was lost, or
                 # protected after a ChangeCipherSpec the gap took (an encrypted Finished

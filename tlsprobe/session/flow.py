@@ -34,7 +34,13 @@ MAX_FRAGMENT = 2 ** 14 + 2048
 MAX_MESSAGE = 2 ** 18  # larger than any sane certificate chain; bounds memory per direction
 
 
-class UndecryptableEarlyData(ValueError):
+class UnknownRecordKey(ValueError):
+    """Raised by a Deprotector for a record whose key (or sequence number) is not known,
+    which says nothing wrong of the record: the Flow shows it not decrypted and goes on
+    instead of failing the direction."""
+
+
+class UndecryptableEarlyData(UnknownRecordKey):
     """Raised by a Deprotector for a client record that no known key opens while 0-RTT
     data may still arrive: the Flow skips it (as a server that rejected or cannot read
     early data does, RFC 8446 4.2.10) instead of failing the direction."""
@@ -280,7 +286,7 @@ class Flow:
                 return
             try:
                 content_type, payload = d.deprotector.decrypt(record)
-            except UndecryptableEarlyData:
+            except UnknownRecordKey:
                 yield ApplicationDataEvent(direction, len(payload), decrypted=False,
                                            content_type=record.content_type)
                 return
