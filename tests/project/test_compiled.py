@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import zipfile
@@ -65,10 +66,22 @@ def _copy_sources(into: Path) -> Path:
 
 
 def _build(src: Path, out: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m build` in a session of its own: past its time limit the whole session
+    goes (build's backend process and the C compiler under it; killing `build` alone left
+    them compiling for the rest of the run)."""
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CC")}
-    return subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation",
-                           "--outdir", str(out), str(src)], check=False, capture_output=True, text=True,
-                          timeout=1200, cwd=src.parent, env={**environ, **env})
+    argv = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out),
+            str(src)]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, text=True, cwd=src.parent,
+                          env={**environ, **env}, start_new_session=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=1200)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            pytest.fail("the compiled build outlived 1200 s")
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 def _env(site: Path) -> dict[str, str]:
