@@ -9,6 +9,8 @@ Fixtures (see tests/helpers/servers.py for the server options):
 - `captures_dir` (session): the third-party captures corpus (--captures-dir, env
   TLSPROBE_CAPTURES, else $TLSPROBE_SHARED/captures, default <repo>/../shared/captures); fails
   the test when it is absent (tests/helpers/shared_data.py).
+- `own_heap` (function): the objects held before the test are left out of its garbage
+  collections (tests/helpers/own_heap.py; `run_cli`'s in-process runs have the same).
 - `run_cli` (function): `run_cli(*args, timeout=60.0, input=None, env=None, isolated=False)
   -> CliResult` runs `tlsprobe ARGS` in tmp_path, in this process unless `isolated` (then
   `python -m tlsprobe`); CliResult unpacks as (returncode, stdout, stderr).
@@ -26,6 +28,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from tests.helpers.own_heap import earlier_objects_frozen
 from tests.helpers.servers import (CertSet, Server, ServerUnavailable, make_certs,
                                    missing_reason, peer_unavailable, start_server)
 from tests.helpers.shared_data import captures_dir as corpus_dir
@@ -86,6 +89,13 @@ XDIST_GROUPS = {
 }
 
 
+#: groups handed out first, before the groups with more tests: the compiled build is the
+#: longest chain of the run (the wheel's build, about 150 s of one core, several times that
+#: beside the other workers, then its three tests: 600-900 s of a loaded CI run's 850 s), and
+#: it started only once a worker had nearly finished its first groups
+XDIST_FIRST_GROUPS = ("compiled",)
+
+
 def xdist_group(nodeid: str) -> str | None:
     for prefix, group in XDIST_GROUPS.items():
         if nodeid.startswith(prefix + "::"):
@@ -105,6 +115,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class PrefixGroups(LoadScopeScheduling):    # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             return xdist_group(nodeid) or nodeid
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # xdist orders the groups by their number of tests; XDIST_FIRST_GROUPS go
+            # before all of them
+            for group in reversed(XDIST_FIRST_GROUPS):
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
     return PrefixGroups(config, log)
 
 
@@ -115,6 +133,9 @@ XDIST_SLOW_FIRST = (
     "tests/probes/test_timing.py", "tests/speed/test_speed.py", "tests/speed/test_speed_cli.py",
     "tests/scan/test_scan_small_items.py", "tests/capture/test_eviction.py",
     "tests/checks/test_checks_lab_servers.py", "tests/offline/test_streams.py",
+    # tshark's follow against our reassembly (20-90 s in loaded CI runs), a million
+    # connections' timeline (18-25 s)
+    "tests/capture/test_corpus.py", "tests/report/test_plot_bounds.py",
 )
 XDIST_LAST = ("tests/project/test_typing.py",)
 
@@ -233,6 +254,15 @@ def server_cache(certs: CertSet,
     _stop_all(started)
 
 
+@pytest.fixture
+def own_heap() -> Iterator[None]:
+    """For tests that run a probe through its API in this process (the timing probe, which
+    collects garbage between its rounds): the objects the worker held before are frozen for
+    the test (tests/helpers/own_heap.py), as `run_cli` does for an in-process command."""
+    with earlier_objects_frozen():
+        yield
+
+
 @pytest.fixture(scope="session")
 def captures_dir(request: pytest.FixtureRequest) -> Path:
     """The read-only third-party captures corpus; fails the test when it is not there (CI
@@ -267,8 +297,10 @@ def _in_process(argv: list[str], cwd: Path, env: dict[str, str], input: str | No
     """`tlsprobe.cli.main(argv)` in this process, as `python -m tlsprobe` would run it: cwd,
     environment, stdin (empty unless `input`), stdout and stderr (bytes streams, decoded as
     text=True would, universal newlines) swapped for the call and restored after. Saves the
-    interpreter start and imports of a subprocess (about 0.4 s of CPU per run). None when it
-    timed out (the caller fails the test)."""
+    interpreter start and imports of a subprocess (about 0.4 s of CPU per run). The objects
+    the test process held before are frozen for the run (tests/helpers/own_heap.py), as if
+    they were not there: a collection the command runs walks only what it made. None when
+    it timed out (the caller fails the test)."""
     import io
     import signal
     from tlsprobe.cli import main
@@ -301,7 +333,8 @@ def _in_process(argv: list[str], cwd: Path, env: dict[str, str], input: str | No
     signal.setitimer(signal.ITIMER_REAL, min(timeout, outer_delay) if outer_delay else timeout)
     try:
         try:
-            code = main(argv)
+            with earlier_objects_frozen():  # the command's collections walk its own objects
+                code = main(argv)
         except SystemExit as exc:   # argparse: --help, --version, usage errors
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except _CliTimeout:

@@ -29,6 +29,9 @@ from .tls import (
     hello_retry_request,
 )
 
+# the timing probe runs in this process: the collections it runs between its rounds walk
+# only what the test made (conftest.py own_heap)
+pytestmark = pytest.mark.usefixtures("own_heap")
 
 async def cookie_hrr_then_handshake(conn: Conn) -> None:
     """HRR with a cookie and no key_share (the client's x25519 share is fine), then the

@@ -127,6 +127,7 @@ def test_summary_names_the_real_version_and_shows_session_features(run_cli, serv
 
 
 # -- 2. the timing table never cuts a figure ----------------------------------------------
+@pytest.mark.usefixtures("own_heap")   # the timing probe in this process (conftest.py)
 @pytest.mark.parametrize("width", [60, 120, 250])
 def test_timing_table_keeps_figures_whole_with_a_long_label(server_cache, width):
     import dataclasses
@@ -155,6 +156,7 @@ def test_timing_table_keeps_figures_whole_with_a_long_label(server_cache, width)
     assert all(word in words for word in long.split())   # wrapped, not cut
 
 
+@pytest.mark.usefixtures("own_heap")   # the timing probe in this process (conftest.py)
 def test_piped_timing_rows_keep_their_group_on_one_line(server_cache):
     """Piped (no width given), each group's row is one line whatever its figures' widths:
     slow figures under load widened the figure columns until the group label wrapped, and

@@ -30,6 +30,9 @@ from tlsprobe.probes.timing.run import TimingOptions, measure_timing
 X25519, P256, P384, P521, FFDHE3072, FFDHE4096, HYBRID = (0x001D, 0x0017, 0x0018, 0x0019,
                                                           0x0101, 0x0102, 0x11EC)
 
+# the timing probe runs in this process: the collections it runs between its rounds walk
+# only what the test made (conftest.py own_heap)
+pytestmark = pytest.mark.usefixtures("own_heap")
 
 # -- statistics --------------------------------------------------------------------------------
 def _binom_cdf(k: int, n: int) -> float:

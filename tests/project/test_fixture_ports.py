@@ -106,6 +106,8 @@ def test_every_xdist_group_names_a_test_module(conftest: types.ModuleType) -> No
     root = Path(conftest.__file__).resolve().parent.parent
     for prefix in (*conftest.XDIST_GROUPS, *conftest.XDIST_SLOW_FIRST, *conftest.XDIST_LAST):
         assert (root / prefix).is_file(), prefix
+    # a group handed out first that no module is in any more would order nothing
+    assert set(conftest.XDIST_FIRST_GROUPS) <= set(conftest.XDIST_GROUPS.values())
     assert conftest.xdist_group("tests/hostile/test_scan_hostile.py::test_scan_survives[x]") \
         == "hostile-scan"
     assert conftest.xdist_group("tests/hostile/test_scan_hostile_more.py::test") is None

@@ -187,9 +187,12 @@ def _timing_report(target: str, groups: str) -> Any:
     from tlsprobe.probes.timing.run import measure_timing
     parser = argparse.ArgumentParser()
     timing.add_arguments(parser)
+    from tests.helpers.own_heap import earlier_objects_frozen
     args = parser.parse_args([target, "--timing-runs", "6", "--timing-warmup", "0",
                               "--timing-versions", "1.3", "--timing-groups", groups])
-    return measure_timing(parse_target(target), timing.options_from_args(args, "127.0.0.1"))
+    with earlier_objects_frozen():   # its collections between rounds: only what it made
+        return measure_timing(parse_target(target),
+                              timing.options_from_args(args, "127.0.0.1"))
 
 
 def _overlaps(box: Any, boxes: list[Any]) -> bool:
