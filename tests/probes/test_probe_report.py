@@ -150,7 +150,10 @@ def test_timing_table_keeps_figures_whole_with_a_long_label(server_cache, width)
     header = next(line for line in text.splitlines() if line.startswith("Version"))
     assert header.split()[-4:] == ["CPU", "kex", "server+net", "rank"]
     row = next(line for line in text.splitlines() if line.startswith("TLS 1.2"))
-    assert f"{entry.handshake_ms.median:.2f}" in row.split()
+    median = entry.handshake_ms.median   # as the table writes it (whole from 100 ms: a
+    shown = f"{median:.0f}" if median >= 100 else f"{median:.2f}" if median >= 1 else \
+        f"{median:.3f}"                  # busy machine's median can be that slow)
+    assert shown in row.split()
     assert f"{entry.handshakes_per_s:.0f}" in row.split()
     words = text.split()
     assert all(word in words for word in long.split())   # wrapped, not cut

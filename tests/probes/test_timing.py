@@ -245,7 +245,12 @@ def test_pyopenssl_hybrid_and_classic_groups(server_cache):
     for e in t13.values():
         _check_figures(e, 6)
     assert t13[HYBRID].label == "X25519MLKEM768 (0x11ec)"
-    assert t13[X25519].rank < t13[FFDHE4096].rank
+    # ranked by median (one slow x25519 run on a busy machine can put it behind ffdhe4096,
+    # so the order itself is not asserted); our own ffdhe4096 key exchange is the costly one
+    ranked = sorted(t13.values(), key=lambda e: e.rank)
+    medians = [e.handshake_ms.median for e in ranked]
+    assert [e.rank for e in ranked] == [1, 2, 3] and medians == sorted(medians)
+    assert t13[FFDHE4096].client_kex_ms > 5 * t13[X25519].client_kex_ms
     assert not [e for e in report.entries if e.version.id == TLS12]
 
 
