@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.helpers.faultproxy import RESET, FaultProxy, every, nth_matching
+from tests.helpers.faultproxy import ALERT, RESET, FaultProxy, every, nth_matching
 from tests.checks.intolerant_proxy import IntolerantProxy
 from tests.helpers.servers import Server
 from tlsprobe.model.audit import AuditReport
@@ -124,10 +124,11 @@ def test_intolerant_box_is_not_tolerated_and_scan_shows_it(
     assert "two TCP segments: the server reset the connection" in got["split_segment"].reason
     assert "GREASE suite, extensions, group and version: the server closed the connection" \
         in got["grease"].reason
-    assert "sent alert protocol_version (70), and again" in got["unknown_version"].reason
+    assert "sent alert protocol_version (70), and again on a second and a third connection" \
+        in got["unknown_version"].reason
     assert got["split_record"].connections == got["split_segment"].connections == 5
-    # two variants refused with an alert: each once more, the plain hello in between
-    assert got["unknown_version"].connections == 6
+    # two variants refused with an alert: each twice more, the plain hello before each
+    assert got["unknown_version"].connections == 10
     assert got["grease"].connections == 5            # a close: twice more
     assert got["tls13_intolerance"].verdict is Verdict.tolerated
     assert sorted(set(proxy.refused())) == ["grease", "max_hello", "record", "segment",
@@ -242,3 +243,27 @@ def test_a_flaky_path_gives_no_intolerance(server_cache: ServerFactory) -> None:
         assert not [c for c in got.values() if c.code is not None], got
         for c in got.values():     # what is open says the reset it rests on
             assert c.verdict is not Verdict.inconclusive or "reset" in c.reason, c
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_a_path_alerting_every_third_connection_gives_no_intolerance(
+        server_cache: ServerFactory, offset: int) -> None:
+    """A rate limiter answering every third connection with a handshake_failure alert, in
+    front of a server that tolerates everything, one connection at a time: an alert was
+    taken as the server's word after two asks (the variant, the plain hello, the variant
+    again), and with the checks' connections in step the 1800-byte hello (large_hello) or
+    the unknown-version hello got the limiter's alert both times: "not tolerated", a medium
+    finding. An alert is asked a third time too (probes/audit/confirm.py)."""
+    srv = server_cache("openssl", proto="both")
+    limiter = FaultProxy([(srv.host, srv.port)], every(3, ALERT, offset))
+    try:
+        r = run_audit([Target("127.0.0.1", limiter.port)],
+                      AuditOptions(checks=parse_checks("large_hello,unknown_version")),
+                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    finally:
+        limiter.close()
+    assert limiter.faults()
+    got = {c.name: c for c in r.check_results}
+    assert not [c for c in got.values() if c.verdict is Verdict.not_tolerated], got
+    assert not [c for c in got.values() if c.code is not None], got

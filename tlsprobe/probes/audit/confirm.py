@@ -8,16 +8,20 @@ repeats while the same hello without the change (the *plain* hello) is answered 
 1. the plain hello is asked: refused too, the change is not shown to be what is refused;
 2. the changed hello is asked again: it must be refused the same way (the same alert, a
    close again, a reset again); answered, or refused otherwise, the first refusal was noise;
-3. a refusal a flaky path makes as well (a close, a reset, silence; an alert is the
-   server's word and needs no more) is asked a third time, with the plain hello answered
-   once more before it; and on a path that has shown itself flaky (`flaky`: an ordinary
-   hello failed with a reset or a timeout and was answered when retried) such a refusal
-   proves nothing at all (`TargetRunner.flaky`; a hello closed and answered when asked
-   again counts too, and `TargetRunner.run` makes two closes on such a path inconclusive).
+3. it is asked a third time, with the plain hello answered once more before it (a rate
+   limiter refusing every third connection with an alert refuses one hello twice as easily
+   as a dropper closes it twice); and on a path that has shown itself flaky (`flaky`: an
+   ordinary hello failed with a reset or a timeout and was answered when retried, or was
+   closed and answered when asked again) a close, a reset or silence proves nothing at all,
+   and on one whose alerts looked like a limiter's (`alerts`: a hello refused with an alert
+   was answered when asked again) an alert proves nothing (`TargetRunner.flaky`,
+   `.alerts`; `TargetRunner.run` makes two closes, or two alerts, on such a path
+   inconclusive).
 
 `confirm_refusal` runs those steps and says what it saw; the caller decides the verdict
-(and keeps the tries as evidence). The connections it costs: 2 for an alert, 4 for the other
-refusals, only when the first one was refused.
+(and keeps the tries as evidence); `confirm_on_path` runs it on a TargetRunner's path. The
+connections it costs: 4, only when the first one was refused (2 for an alert that ends an
+elimination, `refusal_stands`).
 
 `still_answered` is the lighter rule for a refusal that makes a value "not spoken", "not
 supported" or "not applicable" (the versions check, an elimination's end, a check's own
@@ -55,6 +59,7 @@ __all__ = [
     "VIOLATION",
     "Confirmation",
     "Try",
+    "confirm_on_path",
     "confirm_refusal",
     "flaky_path",
     "still_answered",
@@ -101,27 +106,36 @@ def _same(a: Try, b: Try) -> bool:
 
 async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
                           plain: Callable[[], Awaitable[Try]], *,
-                          flaky: Callable[[], str | None] = lambda: None) -> Confirmation:
+                          flaky: Callable[[], str | None] = lambda: None,
+                          alerts: Callable[[], str | None] = lambda: None,
+                          answered_after: Callable[[str], None] = lambda kind: None,
+                          alert_rounds: int = 2) -> Confirmation:
     """Whether the refusal `first` of the changed hello holds (see the module docstring):
     `again` asks the changed hello once more, `plain` the plain one; `flaky()` says what
-    made the path look flaky so far (None: nothing did), asked before and after the tries
-    (the scan's other connections go on meanwhile)."""
+    made the path look flaky so far (None: nothing did), `alerts()` what made its alerts
+    look like a limiter's (hellos refused with an alert and answered when asked again),
+    both asked before and after the tries (the scan's other connections go on meanwhile);
+    `answered_after(kind)` is told when the changed hello, refused with `kind`, is
+    answered on a later try (what `flaky` and `alerts` then count: TargetRunner).
+    `alert_rounds` 1: an alert is asked once more only (`refusal_stands`)."""
     out = Confirmation()
     if first.kind not in REFUSALS:
         out.why = f"the server {first.text}: no refusal"
         return out
 
     def on_flaky_path() -> bool:
-        seen = flaky() if first.kind in PATH_LIKE else None
+        seen = flaky() if first.kind in PATH_LIKE else alerts() if first.kind == ALERT \
+            else None
         if seen:
-            what = "silence" if first.kind == SILENT else f"{first.kind} connection"
+            what = "silence" if first.kind == SILENT else f"{first.kind} connection" \
+                if first.kind != ALERT else "refusal with an alert"
             out.why = f"the server {first.text}, but {seen}: on this path a {what} proves " \
                 "nothing"
         return bool(seen)
 
     if on_flaky_path():
         return out
-    rounds = 2 if first.kind in PATH_LIKE else 1
+    rounds = 2 if first.kind in PATH_LIKE else alert_rounds
     for n in range(rounds):
         base = await plain()
         out.tries.append((True, base))
@@ -136,9 +150,20 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
             out.why = f"the server {first.text}, then on {where} connection: {nxt.text}"
             if nxt.kind == ANSWERED:
                 out.answer = nxt
+                answered_after(first.kind)
             return out
     out.confirmed = not on_flaky_path()
     return out
+
+
+async def confirm_on_path(run: TargetRunner, first: Try, again: Callable[[], Awaitable[Try]],
+                          plain: Callable[[], Awaitable[Try]], *,
+                          alert_rounds: int = 2) -> Confirmation:
+    """`confirm_refusal` on `run`'s path: what made it look flaky, or its alerts a
+    limiter's, so far (TargetRunner.flaky, .alerts), and a refusal answered on a later try
+    counted there (TargetRunner.answered_after)."""
+    return await confirm_refusal(first, again, plain, flaky=run.flaky, alerts=run.alerts,
+                                 answered_after=run.answered_after, alert_rounds=alert_rounds)
 
 
 def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:

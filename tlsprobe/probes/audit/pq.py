@@ -30,8 +30,7 @@ from tlsprobe.probes.audit.confirm import (
     ANSWERED,
     CLOSED,
     UNSURE,
-    confirm_refusal,
-    flaky_path,
+    confirm_on_path,
     still_answered,
 )
 from tlsprobe.probes.audit.groups import PROTOCOL_VERSION_ALERT
@@ -195,7 +194,7 @@ async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
     async def plain() -> _Try:
         return _try(await run.run(browser, PHASE, confirm=False))
 
-    got = await confirm_refusal(_try(out), again, plain, flaky=flaky_path(run))
+    got = await confirm_on_path(run, _try(out), again, plain)
     if got.confirmed:
         return PqVerdict(PqCheck.TOLERANCE, subject, Answer.NO, f"{out.describe()} (each time, on "
                          f"{1 + sum(not p for p, _ in got.tries)} connections), while an "

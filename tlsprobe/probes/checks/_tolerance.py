@@ -47,8 +47,7 @@ from tlsprobe.probes.audit.confirm import (
     SILENT,
     UNSURE,
     VIOLATION,
-    confirm_refusal,
-    flaky_path,
+    confirm_on_path,
 )
 from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, finished, outcome_of
 from tlsprobe.probes.audit.scheduler import check_limits
@@ -285,7 +284,6 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
     refused: list[tuple[Variant, str, str]] = []
     wrong: list[str] = []
     unsure: list[str] = []
-    flaky = flaky_path(ctx.runner)
     confirmed: set[int] = set()
     for i, (variant, first) in enumerate(zip(variants, firsts)):
         evidence.append(_line(variant, first))
@@ -298,8 +296,8 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
             unsure.append(f"{variant.what}: {first.text}")
             continue
         base = variant.plain or plain
-        got = await confirm_refusal(first, _asker(ctx, variant, "again"),
-                                    _asker(ctx, base, "plain"), flaky=flaky)
+        got = await confirm_on_path(ctx.runner, first, _asker(ctx, variant, "again"),
+                                    _asker(ctx, base, "plain"))
         times = 0
         for is_plain, r in got.tries:
             assert isinstance(r, Reply)
