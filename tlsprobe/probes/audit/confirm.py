@@ -38,10 +38,12 @@ ordinary hello the server must answer is asked instead (`before=False`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from tlsprobe.errors import FailureKind
 from tlsprobe.model.vocab import ReplyKind
+from tlsprobe.probes.audit.outcome import INCONCLUSIVE, Outcome, OutcomeStatus
 
 if TYPE_CHECKING:
     from tlsprobe.engine.config import ClientConfig
@@ -58,11 +60,14 @@ __all__ = [
     "UNSURE",
     "VIOLATION",
     "Confirmation",
+    "Tried",
     "Try",
     "confirm_on_path",
     "confirm_refusal",
     "flaky_path",
+    "refusal_stands",
     "still_answered",
+    "try_of",
 ]
 
 ANSWERED, ALERT, CLOSED, RESET, SILENT, UNSURE = (
@@ -109,7 +114,7 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
                           flaky: Callable[[], str | None] = lambda: None,
                           alerts: Callable[[], str | None] = lambda: None,
                           answered_after: Callable[[str], None] = lambda kind: None,
-                          alert_rounds: int = 2) -> Confirmation:
+                          alert_rounds: int = 2, void_alerts: bool = True) -> Confirmation:
     """Whether the refusal `first` of the changed hello holds (see the module docstring):
     `again` asks the changed hello once more, `plain` the plain one; `flaky()` says what
     made the path look flaky so far (None: nothing did), `alerts()` what made its alerts
@@ -117,7 +122,10 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
     both asked before and after the tries (the scan's other connections go on meanwhile);
     `answered_after(kind)` is told when the changed hello, refused with `kind`, is
     answered on a later try (what `flaky` and `alerts` then count: TargetRunner).
-    `alert_rounds` 1: an alert is asked once more only (`refusal_stands`)."""
+    `alert_rounds` 1: an alert is asked once more only; `void_alerts` False: an alert is
+    not void on a path whose alerts looked like a limiter's (`refusal_stands` asks it
+    three times there instead, rather than make every elimination's end inconclusive after
+    one limiter's alert)."""
     out = Confirmation()
     if first.kind not in REFUSALS:
         out.why = f"the server {first.text}: no refusal"
@@ -125,7 +133,7 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
 
     def on_flaky_path() -> bool:
         seen = flaky() if first.kind in PATH_LIKE else alerts() if first.kind == ALERT \
-            else None
+            and void_alerts else None
         if seen:
             what = "silence" if first.kind == SILENT else f"{first.kind} connection" \
                 if first.kind != ALERT else "refusal with an alert"
@@ -158,12 +166,13 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
 
 async def confirm_on_path(run: TargetRunner, first: Try, again: Callable[[], Awaitable[Try]],
                           plain: Callable[[], Awaitable[Try]], *,
-                          alert_rounds: int = 2) -> Confirmation:
+                          alert_rounds: int = 2, void_alerts: bool = True) -> Confirmation:
     """`confirm_refusal` on `run`'s path: what made it look flaky, or its alerts a
     limiter's, so far (TargetRunner.flaky, .alerts), and a refusal answered on a later try
     counted there (TargetRunner.answered_after)."""
     return await confirm_refusal(first, again, plain, flaky=run.flaky, alerts=run.alerts,
-                                 answered_after=run.answered_after, alert_rounds=alert_rounds)
+                                 answered_after=run.answered_after, alert_rounds=alert_rounds,
+                                 void_alerts=void_alerts)
 
 
 def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:
@@ -189,6 +198,61 @@ async def still_answered(run: TargetRunner, hello: ClientConfig, stop: Stop, pha
         return (f"but {named} was not answered either ({out.describe()}): the server may "
                 "refuse every hello by now (rate limiting), or not speak that version, so "
                 "the refusal proves nothing")
-    return (f"but {named}, answered before, was not answered right after "
-            f"({out.describe()}): the server may refuse every hello by now (rate limiting), "
-            "so the refusal proves nothing")
+    return _not_answered_after(named, out.describe())
+
+
+def _not_answered_after(named: str, what: str) -> str:
+    return (f"but {named}, answered before, was not answered right after ({what}): the "
+            "server may refuse every hello by now (rate limiting), so the refusal proves "
+            "nothing")
+
+
+@dataclass(frozen=True)
+class Tried:
+    """An audit connection's outcome as `confirm_refusal` reads it (`try_of`)."""
+
+    kind: str
+    text: str
+
+
+def try_of(out: Outcome) -> Tried:
+    """A reset or a timeout, retried by the scheduler and still failing, is "unsure": never
+    a refusal here."""
+    kind = ANSWERED if out.answered else ALERT if out.status == OutcomeStatus.ALERT else \
+        CLOSED if out.status == OutcomeStatus.CLOSED else UNSURE
+    return Tried(kind, out.describe())
+
+
+async def refusal_stands(run: TargetRunner, first: Outcome, hello: ClientConfig,
+                         plain: ClientConfig, phase: str, stop: Stop, *,
+                         names_only: bool = True,
+                         named: str = "the last offer the server answered") -> Outcome:
+    """The refusal `first` of `hello` that ends an elimination (what is left becomes "not
+    supported", which can fail CI), by `confirm_refusal`'s rule with `plain`, an offer the
+    server answered before, as the plain hello: a close asked three times (nothing on a
+    flaky path), an alert twice (a well-behaved server ends every elimination so: one ask
+    more per elimination keeps the audit's cost), three times once the path's alerts
+    looked like a limiter's (TargetRunner.alerts). Returns `first` marked confirmed; or the answer of a
+    later ask of `hello` (the elimination goes on with it); or an inconclusive outcome
+    saying why (`named`: how to name `plain`, when it is not answered again, in
+    still_answered's words). Connections: 2 more after an alert, 4 after a close."""
+    asked: list[Outcome] = []
+
+    def ask(config: ClientConfig) -> Callable[[], Awaitable[Try]]:
+        async def go() -> Try:
+            out = await run.run(config, phase, stop, confirm=False, names_only=names_only)
+            asked.append(out)
+            return try_of(out)
+        return go
+
+    got = await confirm_on_path(run, try_of(first), ask(hello), ask(plain),
+                                alert_rounds=1 if run.alerts() is None else 2,
+                                void_alerts=False)
+    if got.confirmed:
+        return replace(first, confirmed=True)
+    if got.answer is not None:
+        return asked[-1]
+    why = f"not confirmed: {got.why}"
+    if got.tries and got.tries[-1][0] and got.tries[-1][1].kind != ANSWERED:
+        why = f"{first.describe()}, {_not_answered_after(named, got.tries[-1][1].text)}"
+    return replace(first, status=INCONCLUSIVE, kind=FailureKind.NETWORK, reason=why)

@@ -546,12 +546,11 @@ class TargetRunner:
         if not out.refused or not again_if:
             return out
         again = self._seen(await self.scheduler.run(self.target, job), job)
-        seen = self.flaky() if CLOSED == out.status == again.status else \
-            self.alerts() if ALERT == out.status == again.status else None
-        if seen is not None:   # two closes (alerts) on a path that drops (alerts) others
-            what = "a closed connection" if out.status == CLOSED else "an alert"
+        seen = self.flaky() if CLOSED == out.status == again.status else None
+        if seen is not None:   # two bare closes on a path that drops connections
             return replace(again, status=INCONCLUSIVE, kind=FailureKind.NETWORK, reason=(
-                f"{out.describe()}, twice, but {seen}: on this path {what} proves nothing"))
+                f"connection closed without an answer, twice, but {seen}: on this path a "
+                "closed connection proves nothing"))
         if again.refused:
             return replace(again, confirmed=True)
         if again.answered:
