@@ -363,10 +363,12 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
         if "groups" not in checks:
             return None
         # the refusal that ends it makes `group.missing` (a policy finding): it holds only
-        # while the first offer is still answered right after it, in every scan (a limiter
-        # refusing a few connections is no "stopped answering" the family's repeat sees)
+        # while the last offer answered is answered between it and its confirmation, in
+        # every scan (confirm.refusal_stands: a limiter refusing a few connections in a row
+        # is no "stopped answering" the family's repeat sees); with the group audit alone,
+        # the first offer once more after it too
         audit = await groups.tls13_groups(run.runner, groups.candidate_groups(
-            TLS13, run.options.tls13_groups), control=True)
+            TLS13, run.options.tls13_groups), control=spoken is None)
         return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:
