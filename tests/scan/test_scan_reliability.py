@@ -268,15 +268,15 @@ def test_hrr_route_on_the_mini_server_matches_its_groups(mini):
     assert g.method == "hello_retry_request"
     # The mini server follows the client's order: listed in candidate order.
     assert [c.id for c in g.supported] == [P256, X25519] and g.order == "client"
-    # 2 picks, the final refusal twice with the last offer answered between them
+    # 2 picks, the final refusal, the last offer answered, the final hello twice more
     # (confirm.refusal_stands), the first offer once more after it (the group audit alone:
     # no reference hello repeated after it checks the server still answers), 1 to decide
     # the order
-    assert g.connections == 7
+    assert g.connections == 8
     # TLS 1.3 only: a protocol_version alert settles TLS 1.2
     # (that alert says "not spoken", a negative verdict: asked on a second connection)
     assert g12.spoken is False and g12.connections == 2 and g12.supported == ()
-    assert len(server.starts) == report.total_connections == 9
+    assert len(server.starts) == report.total_connections == 10
 
 
 def test_resets_are_inconclusive_not_unsupported(mini):

@@ -8,20 +8,22 @@ repeats while the same hello without the change (the *plain* hello) is answered 
 1. the plain hello is asked: refused too, the change is not shown to be what is refused;
 2. the changed hello is asked again: it must be refused the same way (the same alert, a
    close again, a reset again); answered, or refused otherwise, the first refusal was noise;
-3. it is asked a third time, with the plain hello answered once more before it (a rate
-   limiter refusing every third connection with an alert refuses one hello twice as easily
-   as a dropper closes it twice); and on a path that has shown itself flaky (`flaky`: an
-   ordinary hello failed with a reset or a timeout and was answered when retried, or was
-   closed and answered when asked again) a close, a reset or silence proves nothing at all,
-   and on one whose alerts looked like a limiter's (`alerts`: a hello refused with an alert
-   was answered when asked again) an alert proves nothing (`TargetRunner.flaky`,
-   `.alerts`; `TargetRunner.run` makes two closes, or two alerts, on such a path
-   inconclusive).
+3. it is asked a third time, with the plain hello answered once more before it, and a
+   fourth time right after the third: two asks in a row are never both refused by a rate
+   limiter refusing every k-th connection (with an alert as easily as a dropper closes),
+   and the plain hello between the others sees one refusing a few connections in a row;
+   and on a path that has shown itself flaky (`flaky`: an ordinary hello failed with a
+   reset or a timeout and was answered when retried, or was closed and answered when
+   asked again) a close, a reset or silence proves nothing at all, and on one whose
+   alerts looked like a limiter's (`alerts`: a hello refused with an alert was answered
+   when asked again) an alert proves nothing (`TargetRunner.flaky`, `.alerts`;
+   `TargetRunner.run` makes two closes on such a path inconclusive).
 
 `confirm_refusal` runs those steps and says what it saw; the caller decides the verdict
 (and keeps the tries as evidence); `confirm_on_path` runs it on a TargetRunner's path. The
-connections it costs: 4, only when the first one was refused (2 for an alert that ends an
-elimination, `refusal_stands`).
+connections it costs: 5, only when the first one was refused. An elimination's end
+(`refusal_stands`) takes one round: the plain hello (the last offer answered), then the
+hello twice in a row: 3 connections.
 
 `still_answered` is the lighter rule for a refusal that makes a value "not spoken", "not
 supported" or "not applicable" (the versions check, an elimination's end, a check's own
@@ -114,7 +116,7 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
                           flaky: Callable[[], str | None] = lambda: None,
                           alerts: Callable[[], str | None] = lambda: None,
                           answered_after: Callable[[str], None] = lambda kind: None,
-                          alert_rounds: int = 2, void_alerts: bool = True) -> Confirmation:
+                          rounds: int = 2) -> Confirmation:
     """Whether the refusal `first` of the changed hello holds (see the module docstring):
     `again` asks the changed hello once more, `plain` the plain one; `flaky()` says what
     made the path look flaky so far (None: nothing did), `alerts()` what made its alerts
@@ -122,10 +124,8 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
     both asked before and after the tries (the scan's other connections go on meanwhile);
     `answered_after(kind)` is told when the changed hello, refused with `kind`, is
     answered on a later try (what `flaky` and `alerts` then count: TargetRunner).
-    `alert_rounds` 1: an alert is asked once more only; `void_alerts` False: an alert is
-    not void on a path whose alerts looked like a limiter's (`refusal_stands` asks it
-    three times there instead, rather than make every elimination's end inconclusive after
-    one limiter's alert)."""
+    `rounds`: how many times the plain hello is asked, each followed by the changed
+    hello, which is then asked once more at once."""
     out = Confirmation()
     if first.kind not in REFUSALS:
         out.why = f"the server {first.text}: no refusal"
@@ -133,7 +133,7 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
 
     def on_flaky_path() -> bool:
         seen = flaky() if first.kind in PATH_LIKE else alerts() if first.kind == ALERT \
-            and void_alerts else None
+            else None
         if seen:
             what = "silence" if first.kind == SILENT else f"{first.kind} connection" \
                 if first.kind != ALERT else "refusal with an alert"
@@ -143,18 +143,23 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
 
     if on_flaky_path():
         return out
-    rounds = 2 if first.kind in PATH_LIKE else alert_rounds
-    for n in range(rounds):
-        base = await plain()
-        out.tries.append((True, base))
-        if base.kind != ANSWERED:
-            out.why = (f"the server {first.text}, but the plain hello is not answered "
-                       f"either ({base.text}): the change is not shown to be what is refused")
-            return out
+    for n in range(rounds + 1):
+        # the plain hello before each ask but the last, which follows the one before at
+        # once: two asks in a row are never both refused by a limiter refusing every k-th
+        # connection, and the plain hello between the others sees a limiter refusing a
+        # few connections in a row (or everything from some connection on)
+        for _ in range(1 if n < rounds else 0):
+            base = await plain()
+            out.tries.append((True, base))
+            if base.kind != ANSWERED:
+                out.why = (f"the server {first.text}, but the plain hello is not answered "
+                           f"either ({base.text}): the change is not shown to be what is "
+                           "refused")
+                return out
         nxt = await again()
         out.tries.append((False, nxt))
         if not _same(first, nxt):
-            where = "a second" if n == 0 else "a third"
+            where = ("a second", "a third", "a fourth")[n]
             out.why = f"the server {first.text}, then on {where} connection: {nxt.text}"
             if nxt.kind == ANSWERED:
                 out.answer = nxt
@@ -166,13 +171,12 @@ async def confirm_refusal(first: Try, again: Callable[[], Awaitable[Try]],
 
 async def confirm_on_path(run: TargetRunner, first: Try, again: Callable[[], Awaitable[Try]],
                           plain: Callable[[], Awaitable[Try]], *,
-                          alert_rounds: int = 2, void_alerts: bool = True) -> Confirmation:
+                          rounds: int = 2) -> Confirmation:
     """`confirm_refusal` on `run`'s path: what made it look flaky, or its alerts a
     limiter's, so far (TargetRunner.flaky, .alerts), and a refusal answered on a later try
     counted there (TargetRunner.answered_after)."""
     return await confirm_refusal(first, again, plain, flaky=run.flaky, alerts=run.alerts,
-                                 answered_after=run.answered_after, alert_rounds=alert_rounds,
-                                 void_alerts=void_alerts)
+                                 answered_after=run.answered_after, rounds=rounds)
 
 
 def flaky_path(runner: TargetRunner) -> Callable[[], str | None]:
@@ -228,14 +232,14 @@ async def refusal_stands(run: TargetRunner, first: Outcome, hello: ClientConfig,
                          names_only: bool = True,
                          named: str = "the last offer the server answered") -> Outcome:
     """The refusal `first` of `hello` that ends an elimination (what is left becomes "not
-    supported", which can fail CI), by `confirm_refusal`'s rule with `plain`, an offer the
-    server answered before, as the plain hello: a close asked three times (nothing on a
-    flaky path), an alert twice (a well-behaved server ends every elimination so: one ask
-    more per elimination keeps the audit's cost), three times once the path's alerts
-    looked like a limiter's (TargetRunner.alerts). Returns `first` marked confirmed; or the answer of a
-    later ask of `hello` (the elimination goes on with it); or an inconclusive outcome
-    saying why (`named`: how to name `plain`, when it is not answered again, in
-    still_answered's words). Connections: 2 more after an alert, 4 after a close."""
+    supported", which can fail CI), by `confirm_refusal`'s rule with one round: `plain`
+    (an offer the server answered before) asked, then `hello` twice in a row (3
+    connections more); a close proves nothing on a flaky path (an alert still does: one
+    limiter's alert answered when asked again should not cost every later list its end).
+    Returns `first` marked
+    confirmed; or the answer of a later ask of `hello` (the elimination goes on with it);
+    or an inconclusive outcome saying why (`named`: how to name `plain` when it is not
+    answered, in still_answered's words)."""
     asked: list[Outcome] = []
 
     def ask(config: ClientConfig) -> Callable[[], Awaitable[Try]]:
@@ -245,9 +249,8 @@ async def refusal_stands(run: TargetRunner, first: Outcome, hello: ClientConfig,
             return try_of(out)
         return go
 
-    got = await confirm_on_path(run, try_of(first), ask(hello), ask(plain),
-                                alert_rounds=1 if run.alerts() is None else 2,
-                                void_alerts=False)
+    got = await confirm_refusal(try_of(first), ask(hello), ask(plain), flaky=run.flaky,
+                                answered_after=run.answered_after, rounds=1)
     if got.confirmed:
         return replace(first, confirmed=True)
     if got.answer is not None:
@@ -255,4 +258,8 @@ async def refusal_stands(run: TargetRunner, first: Outcome, hello: ClientConfig,
     why = f"not confirmed: {got.why}"
     if got.tries and got.tries[-1][0] and got.tries[-1][1].kind != ANSWERED:
         why = f"{first.describe()}, {_not_answered_after(named, got.tries[-1][1].text)}"
+    return _unsure(first, why)
+
+
+def _unsure(first: Outcome, why: str) -> Outcome:
     return replace(first, status=INCONCLUSIVE, kind=FailureKind.NETWORK, reason=why)

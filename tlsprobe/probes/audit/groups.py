@@ -4,7 +4,7 @@ the highest of TLS 1.1 and 1.0), in the server's order.
 Elimination (probes/audit/elimination.py): offer every remaining candidate, note the group the
 server picks, remove it, repeat until the server refuses; the picks come out in the
 server's order when it enforces one, and the alternating offer order (or, when that cannot
-tell, the top two offered in reverse) says whether it does. At most (supported + 4)
+tell, the top two offered in reverse) says whether it does. At most (supported + 5)
 connections per version (the refusal is confirmed: confirm.refusal_stands); in TLS 1.2 one more for fixed DH
 parameters, two more for RFC 7919 groups (their order, `_no_ffdhe_client`) and one more
 when an ECDSA certificate's curve is listed again (`_behind_certificate_curve`): README.md.

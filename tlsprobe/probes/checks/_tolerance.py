@@ -303,13 +303,15 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
             assert isinstance(r, Reply)
             times += not is_plain
             evidence.append(_line(base, r) if is_plain else
-                            _line(variant, r, "again" if times == 1 else "a third time"))
+                            _line(variant, r, ("again", "a third time", "a fourth time")[
+                                min(times, 3) - 1]))
         if not got.confirmed:
             unsure.append(f"{variant.what}: {got.why}")
             continue
         answers = ", ".join(dict.fromkeys(r.text for is_plain, r in got.tries if is_plain))
-        again = "and again on a second connection" if times == 1 else \
-            "and again on a second and a third connection"
+        again = ("and again on a second connection",
+                 "and again on a second and a third connection",
+                 "and again on a second, a third and a fourth connection")[min(times, 3) - 1]
         refused.append((variant, f"{variant.what}: the server {first.text}, {again}", answers))
         confirmed.add(i)
     details = ToleranceDetails(tuple(VariantAnswer(v.what, r.size, r.kind, i in confirmed)
