@@ -402,8 +402,9 @@ def test_a_refused_large_offer_is_confirmed_with_a_minimal_hello(mini):
     assert v12.status == "not_supported" and "minimal TLS 1.2 hello too" in v12.detail
     # Older versions refused with protocol_version need no second connection; the minimal
     # TLS 1.3 hello is asked once more after the refusals (they hold only while it is
-    # answered: versions.py _refusals_hold).
-    assert report.connections["versions"] == 8
+    # answered: versions.py _refusals_hold); TLS 1.2's minimal refusal is confirmed (the
+    # minimal TLS 1.3 hello, then the minimal TLS 1.2 hello twice: confirm.refusal_stands).
+    assert report.connections["versions"] == 11
 
 
 def test_probe_warns_when_key_shares_break_the_groups_order(run_cli):

@@ -335,10 +335,11 @@ def test_tls13_only_chain_that_cannot_be_read_is_said(server_cache):
     says so (Trust "not checked" with the reason, an info finding), not silence."""
     from tests.helpers.faultproxy import RESET, FaultProxy, nth_matching
     srv = server_cache("openssl", proto="tls1_3")
-    # the third TLS 1.3 hello: the versions check's, its control after the refused
-    # versions (versions.py _refusals_hold), then the cert phase's
+    # the fourth TLS 1.3 hello: the versions check's, the answered hello of TLS 1.2's
+    # confirmation (confirm.refusal_stands), its control after the other refused versions
+    # (versions.py _refusals_hold), then the cert phase's
     proxy = FaultProxy([(srv.host, srv.port)], nth_matching(
-        lambda h: 0x0304 in h.supported_versions, RESET, which=(3,)))
+        lambda h: 0x0304 in h.supported_versions, RESET, which=(4,)))
     try:
         r = run_audit([Target("127.0.0.1", proxy.port)], AuditOptions(checks=("cert",)),
                       Scheduler(retries=0, timeout=5.0))[0]

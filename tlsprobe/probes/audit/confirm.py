@@ -262,4 +262,5 @@ async def refusal_stands(run: TargetRunner, first: Outcome, hello: ClientConfig,
 
 
 def _unsure(first: Outcome, why: str) -> Outcome:
-    return replace(first, status=INCONCLUSIVE, kind=FailureKind.NETWORK, reason=why)
+    return replace(first, status=INCONCLUSIVE, kind=FailureKind.NETWORK, reason=why,
+                   confirmed=False)
