@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.helpers.faultproxy import RESET, FaultProxy, every, nth_matching
+from tests.helpers.faultproxy import ALERT, RESET, FaultProxy, every, nth_matching
 from tests.checks.intolerant_proxy import IntolerantProxy
 from tests.helpers.servers import Server
 from tlsprobe.model.audit import AuditReport
@@ -117,25 +117,28 @@ def test_intolerant_box_is_not_tolerated_and_scan_shows_it(
             "between, is answered" in c.reason
     assert "1800 bytes: the server reset the connection" in got["large_hello"].reason
     assert "padded to 600 bytes (600 bytes): answered" in " ".join(got["large_hello"].evidence)
-    # 600, 1800; plain, 1800 again, plain, 1800 a third time (a reset: three times)
-    assert got["large_hello"].connections == 6
-    assert "and again on a second and a third connection" in got["large_hello"].reason
+    # 600, 1800; plain, 1800 again, plain, 1800 a third time and at once a fourth
+    assert got["large_hello"].connections == 7
+    assert "and again on a second, a third and a fourth connection" in \
+        got["large_hello"].reason
     assert "two records: the server reset the connection" in got["split_record"].reason
     assert "two TCP segments: the server reset the connection" in got["split_segment"].reason
     assert "GREASE suite, extensions, group and version: the server closed the connection" \
         in got["grease"].reason
-    assert "sent alert protocol_version (70), and again" in got["unknown_version"].reason
-    assert got["split_record"].connections == got["split_segment"].connections == 5
-    # two variants refused with an alert: each once more, the plain hello in between
-    assert got["unknown_version"].connections == 6
-    assert got["grease"].connections == 5            # a close: twice more
+    assert "sent alert protocol_version (70), and again on a second, a third and a fourth " \
+        "connection" in got["unknown_version"].reason
+    assert got["split_record"].connections == got["split_segment"].connections == 6
+    # two variants refused with an alert: each three times more, the plain hello before
+    # the second and third asks, the fourth right after the third
+    assert got["unknown_version"].connections == 12
+    assert got["grease"].connections == 6            # three times more, two plain
     assert got["tls13_intolerance"].verdict is Verdict.tolerated
     assert sorted(set(proxy.refused())) == ["grease", "max_hello", "record", "segment",
                                             "unknown_version"]
     # the scan's tolerance section (issue 14: a server dropping split hellos shows as such)
     text = run_cli("scan", f"127.0.0.1:{proxy.port}", "--checks",
                    "split_record,split_segment").stdout   # type: ignore[attr-defined]
-    assert "Tolerance checks (10 connections of their own)" in text, text
+    assert "Tolerance checks (12 connections of their own)" in text, text
     for title in ("a ClientHello split over two TLS records", "a ClientHello split over two "
                   "TCP segments"):
         assert any(line.startswith(title) and "not tolerated" in line
@@ -163,9 +166,9 @@ def test_many_suites_on_both_sides(server_cache: ServerFactory,
     assert c.verdict is Verdict.not_tolerated, c
     assert c.code == "check.many_suites" and c.severity == "medium"
     assert "150 cipher suites (its own first): the server reset the connection without an " \
-        "answer, and again on a second and a third connection" in c.reason
+        "answer, and again on a second, a third and a fourth connection" in c.reason
     assert "the plain hello, asked in between, is answered" in c.reason
-    assert c.connections == 5 and "max_suites" in f5.refused()
+    assert c.connections == 6 and "max_suites" in f5.refused()
     assert isinstance(c.details, ToleranceDetails) and c.details.variants[0].confirmed
 
 
@@ -242,3 +245,31 @@ def test_a_flaky_path_gives_no_intolerance(server_cache: ServerFactory) -> None:
         assert not [c for c in got.values() if c.code is not None], got
         for c in got.values():     # what is open says the reset it rests on
             assert c.verdict is not Verdict.inconclusive or "reset" in c.reason, c
+
+
+@pytest.mark.needs_impl("openssl")
+@pytest.mark.parametrize("period,offset", [(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)])
+@pytest.mark.parametrize("check", ["grease", "split_record", "unknown_version",
+                                   "large_hello"])
+def test_a_path_alerting_every_kth_connection_gives_no_intolerance(
+        server_cache: ServerFactory, check: str, period: int, offset: int) -> None:
+    """A rate limiter refusing every second or third connection with a handshake_failure
+    alert, in front of a server that tolerates everything, one check alone, one connection
+    at a time. An alert was the server's word after two asks (the variant, the plain
+    hello, the variant again): every third connection made the 1800-byte hello (or the
+    unknown-version one) 'not tolerated' (a medium finding); every second connection, the
+    GREASE hello. Asked four times, the plain hello before the second and third asks and
+    the fourth right after the third (two asks in a row: never both on a limiter's
+    period), and nothing on a path that answered a hello it had refused with an alert
+    (probes/audit/confirm.py)."""
+    srv = server_cache("openssl", proto="both")
+    limiter = FaultProxy([(srv.host, srv.port)], every(period, ALERT, offset))
+    try:
+        r = run_audit([Target("127.0.0.1", limiter.port)],
+                      AuditOptions(checks=parse_checks(check)),
+                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+    finally:
+        limiter.close()
+    assert limiter.faults()
+    got = {c.name: c for c in r.check_results}
+    assert got[check].verdict is not Verdict.not_tolerated, got[check]

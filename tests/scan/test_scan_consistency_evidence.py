@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.faultproxy import FaultProxy
+from tests.helpers.faultproxy import ALERT, DROP, FaultProxy, nth_matching
 from tlsprobe.model.audit import AuditReport
 from tlsprobe.net.tcp import Target
 from tlsprobe.policy.load import load_policy
@@ -63,3 +63,31 @@ def test_consistent_says_what_it_rests_on(server_cache):
     assert "would not show here" in note
     assert [a.split(":")[0] for a in c.answers] == ["versions", "end of the audit",
                                                     "end of the audit"]
+
+
+def full_tls13_versions_hello(hello) -> bool:
+    """The versions check's full TLS 1.3 hello (TLS 1.3 and 1.2, two key shares), not its
+    minimal one (TLS 1.3 alone, one share)."""
+    return hello.supported_versions == [0x0304, 0x0303] and len(hello.key_shares) == 2
+
+
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_a_minimal_hellos_answer_is_compared_with_the_minimal_hello(server_cache, mode):
+    """The versions check's full TLS 1.3 hello refused once (a limiter's alert, a dropped
+    connection): its minimal hello, answered with x25519 (its one share), established
+    TLS 1.3, and that answer became the reference's first, but the repeats sent the full
+    hello, which openssl answers with secp256r1 (its shares' order): 'inconsistent'
+    (target.inconsistent, medium) on one server. The repeats now send the hello whose
+    answer the reference holds."""
+    srv = server_cache("openssl")
+    proxy = FaultProxy([(srv.host, srv.port)],
+                       nth_matching(full_tls13_versions_hello, mode, which=(1,)))
+    try:
+        r = scan(proxy.port, ("versions", "groups"), 1)
+    finally:
+        proxy.close()
+    assert proxy.faults()
+    v13 = next(v for v in r.versions if v.version.id == 0x0304)
+    assert v13.status == "supported" and v13.minimal, v13
+    assert r.consistency is not None and r.consistency.status == "consistent", r.consistency
+    assert not any(f.code == "target.inconsistent" for f in r.findings), r.findings

@@ -268,14 +268,15 @@ def test_hrr_route_on_the_mini_server_matches_its_groups(mini):
     assert g.method == "hello_retry_request"
     # The mini server follows the client's order: listed in candidate order.
     assert [c.id for c in g.supported] == [P256, X25519] and g.order == "client"
-    # 2 picks, the final refusal twice, the first offer once more after it (the group
-    # audit alone: no reference hello repeated after it checks the server still answers),
-    # 1 to decide the order
-    assert g.connections == 6
+    # 2 picks, the final refusal, the last offer answered, the final hello twice more
+    # (confirm.refusal_stands), the first offer once more after it (the group audit alone:
+    # no reference hello repeated after it checks the server still answers), 1 to decide
+    # the order
+    assert g.connections == 8
     # TLS 1.3 only: a protocol_version alert settles TLS 1.2
     # (that alert says "not spoken", a negative verdict: asked on a second connection)
     assert g12.spoken is False and g12.connections == 2 and g12.supported == ()
-    assert len(server.starts) == report.total_connections == 8
+    assert len(server.starts) == report.total_connections == 10
 
 
 def test_resets_are_inconclusive_not_unsupported(mini):
@@ -401,8 +402,9 @@ def test_a_refused_large_offer_is_confirmed_with_a_minimal_hello(mini):
     assert v12.status == "not_supported" and "minimal TLS 1.2 hello too" in v12.detail
     # Older versions refused with protocol_version need no second connection; the minimal
     # TLS 1.3 hello is asked once more after the refusals (they hold only while it is
-    # answered: versions.py _refusals_hold).
-    assert report.connections["versions"] == 8
+    # answered: versions.py _refusals_hold); TLS 1.2's minimal refusal is confirmed (the
+    # minimal TLS 1.3 hello, then the minimal TLS 1.2 hello twice: confirm.refusal_stands).
+    assert report.connections["versions"] == 11
 
 
 def test_probe_warns_when_key_shares_break_the_groups_order(run_cli):

@@ -2,8 +2,9 @@
 not picked "not supported": a policy's and the rating's input, and the derived checks'
 "not vulnerable"). It was read from one connection: a limiter's alert on one hello in the
 middle of openssl s_server's TLS 1.2 elimination made a complete list of 4 of its 20
-suites. It is now asked twice, and the hello of the last pick is asked once more right
-after it (confirm.still_answered): not answered, the list is not complete, said why.
+suites. It now holds by confirm_refusal's rule, the hello of the last pick asked between
+the refusal and its confirmation (confirm.refusal_stands): not answered, the list is not
+complete, said why.
 """
 from __future__ import annotations
 
@@ -51,9 +52,24 @@ def test_one_refusal_mid_elimination_is_asked_again(server_cache, mode):
     assert got.complete and got.supported == clean.supported, got
 
 
+@pytest.mark.parametrize("mode", [ALERT, DROP])
+def test_two_refusals_in_a_row_mid_elimination_make_no_complete_list(server_cache, mode):
+    """The 5th and 6th hellos of the elimination refused (a path refusing every third
+    connection does so when the scan's other connections come between): the two asks of
+    the 5th were read as the server's refusal and the list was complete with 4 of its 20
+    suites. The hello of the last pick is asked in between now: a list said complete is
+    the whole list."""
+    clean = scan(server_cache("openssl").port).suite_audit(0x0303)
+    assert clean is not None and clean.complete
+    got = through(server_cache, nth_matching(suites_12, mode, which=(5, 6))).suite_audit(
+        0x0303)
+    assert got is not None
+    assert not got.complete or got.supported == clean.supported, got
+
+
 def test_a_limiter_from_mid_elimination_leaves_the_list_incomplete(server_cache):
-    """From the 5th hello of the elimination on, every hello gets an alert: the refusal
-    asked twice holds, but the last pick's hello is not answered right after it."""
+    """From the 5th hello of the elimination on, every hello gets an alert: the last
+    pick's hello, asked between the refusal and its confirmation, is not answered."""
     fifth = nth_matching(suites_12, ALERT, which=(5,))
     started = [False]
 
@@ -62,6 +78,7 @@ def test_a_limiter_from_mid_elimination_leaves_the_list_incomplete(server_cache)
         return ALERT if started[0] else None
     got = through(server_cache, limiter).suite_audit(0x0303)
     assert got is not None and not got.complete, got
-    assert any(n.startswith("the list may be incomplete: the hello that ended the "
-                            "elimination was refused") and "rate limiting" in n
+    assert any(n.startswith("stopped, not established: alert handshake_failure (40), but "
+                            "the hello of the last pick, answered before, was not answered "
+                            "right after") and "rate limiting" in n
                for n in got.notes), got.notes

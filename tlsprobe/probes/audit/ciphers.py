@@ -24,7 +24,7 @@ from tlsprobe.engine.config import (
 )
 from tlsprobe.model.audit import ORDER_UNKNOWN, SuiteAudit
 from tlsprobe.model.probe import Cipher, Codepoint
-from tlsprobe.probes.audit.confirm import still_answered
+from tlsprobe.probes.audit.confirm import refusal_stands
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.outcome import Stop
@@ -106,18 +106,6 @@ def _refused_all(el: Elimination, version: int, out: Outcome) -> Elimination:
     return Elimination(ordinary_first(version, el.remaining), notes=el.notes)
 
 
-async def _refusal_holds(run: TargetRunner, el: Elimination, answered: ClientConfig,
-                         stop: Stop, phase: str, refusal: Outcome) -> bool:
-    """Whether the refusal (asked twice) that ended the elimination makes the list complete:
-    the hello of the last pick, answered before, is asked once more right after it
-    (confirm.still_answered); not answered, the list may be incomplete, said why."""
-    why = await still_answered(run, answered, stop, phase, "the hello of the last pick")
-    if why is not None:
-        el.notes.append(f"the list may be incomplete: the hello that ended the elimination was "
-                        f"refused ({refusal.describe()}), {why}")
-    return why is None
-
-
 def _one_kx(el: Elimination) -> list[int]:
     """The next offer after `_refused_all`: the remaining suites of the first remaining
     one's key exchange (a refusal then refuses that key exchange's suites only)."""
@@ -145,8 +133,13 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
     while el.remaining:
         offered = _one_kx(el) if again else el.offer()
         config = _config(run, version, offered)
-        # a refusal after a pick makes the rest "not supported": asked twice (run confirm)
-        out = await run.run(config, phase, stop, confirm=bool(accepted) or again)
+        # a refusal after a pick makes the rest "not supported" (the list complete): it
+        # holds by confirm_refusal's rule, the hello of the last pick the plain hello
+        # (confirm.refusal_stands); before any pick, one key exchange's is asked twice
+        out = await run.run(config, phase, stop, confirm=again and answered is None)
+        if out.refused and answered is not None:
+            out = await refusal_stands(run, out, config, answered, phase, stop,
+                                       names_only=False, named="the hello of the last pick")
         choice = _pick(out, version)
         if choice in el.remaining:
             el.pick(choice, offered)
@@ -170,8 +163,6 @@ async def enumerate_suites(run: TargetRunner, version: int) -> SuiteAudit:
             # supported over it
             el.notes.append(f"stopped, not established: {out.describe()}")
             complete = False
-        if out.refused and answered is not None:
-            complete = await _refusal_holds(run, el, answered, stop, phase, out)
         break
     if closed:
         el.notes.append("closed the connection without an answer (no alert) when no suite "

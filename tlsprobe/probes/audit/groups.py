@@ -4,8 +4,8 @@ the highest of TLS 1.1 and 1.0), in the server's order.
 Elimination (probes/audit/elimination.py): offer every remaining candidate, note the group the
 server picks, remove it, repeat until the server refuses; the picks come out in the
 server's order when it enforces one, and the alternating offer order (or, when that cannot
-tell, the top two offered in reverse) says whether it does. At most (supported + 3)
-connections per version (the refusal is asked twice); in TLS 1.2 one more for fixed DH
+tell, the top two offered in reverse) says whether it does. At most (supported + 5)
+connections per version (the refusal is confirmed: confirm.refusal_stands); in TLS 1.2 one more for fixed DH
 parameters, two more for RFC 7919 groups (their order, `_no_ffdhe_client`) and one more
 when an ECDSA certificate's curve is listed again (`_behind_certificate_curve`): README.md.
 
@@ -43,7 +43,7 @@ from tlsprobe.model.audit import (
 )
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import DheStatus, GroupMethod, Order
-from tlsprobe.probes.audit.confirm import still_answered
+from tlsprobe.probes.audit.confirm import refusal_stands, still_answered
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import (
@@ -147,8 +147,12 @@ async def tls13_groups(run: TargetRunner, candidates: list[int], *,
     while el.remaining:
         offered = el.offer()
         # the refusal that ends the elimination makes "not supported" (a finding that can
-        # fail CI): it is asked twice (TargetRunner.run confirm)
-        out = await run.run(build(offered), phase, confirm=True, names_only=True)
+        # fail CI): it holds by confirm_refusal's rule, the last offer answered the plain
+        # hello (confirm.refusal_stands); the first offer's is asked twice (TargetRunner.run)
+        out = await run.run(build(offered), phase, confirm=not el.found, names_only=True)
+        if out.refused and el.found:
+            out = await refusal_stands(run, out, build(offered), build(list(el.steps[-1][0])),
+                                       phase, STOP_HELLO)
         if out.status == HELLO_RETRY and out.hrr_group in el.remaining:
             spoken = True
             el.pick(out.hrr_group, offered)
@@ -217,8 +221,10 @@ async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str,
         chunk = [g for g in queue.pop(0) if g in el.remaining]
         while chunk:
             config = build(chunk, tuple(chunk))
-            # refused, a hello of a few shares (or one after the split) is a negative
-            out = await run.run(config, phase, confirm=len(chunk) <= 2 or split)
+            # refused, a hello of a few shares (or one after the split) is a negative: it
+            # holds by confirm_refusal's rule, the last offer answered the plain hello
+            out = await _share_offer(run, config, phase, answered,
+                                     negative=len(chunk) <= 2 or split)
             if out.status == SERVER_HELLO and out.group in chunk:
                 spoken, answered = True, config
                 if out.share_problem is not None:   # chosen, but no client can finish
@@ -255,6 +261,18 @@ async def _tls13_with_shares(run: TargetRunner, el: Elimination, phase: str,
     return spoken
 
 
+async def _share_offer(run: TargetRunner, config: ClientConfig, phase: str,
+                       answered: ClientConfig | None, *, negative: bool) -> Outcome:
+    """One key-share offer; a refusal that is a `negative` is confirmed
+    (confirm.refusal_stands) against `answered`, the last offer the server answered (none
+    yet: the last hello it answered in the audit; none at all: asked twice)."""
+    plain = answered or (run.answered_hello[0] if run.answered_hello is not None else None)
+    out = await run.run(config, phase, confirm=negative and plain is None)
+    if not (negative and out.refused and plain is not None):
+        return out
+    return await refusal_stands(run, out, config, plain, phase, STOP_HELLO, names_only=False)
+
+
 # -- TLS 1.2 and older ---------------------------------------------------------------------
 def _suites(kx: str, version: int) -> tuple[int, ...]:
     return tuple(c for c in registry.suites_for_version(version)
@@ -287,13 +305,17 @@ async def ske_groups(run: TargetRunner, candidates: list[int], *, version: int =
         suites = (ecdhe if ec_offer else ()) + (dhe_suites if ff_offer else ())
         config = run.config((version,), groups=tuple(ec_offer + ff_offer),
                             cipher_suites_12=suites)
-        out = await run.run(config, phase, STOP_FLIGHT, confirm=True,  # as in TLS 1.3
+        # as in TLS 1.3: the ending refusal holds by confirm_refusal's rule
+        out = await run.run(config, phase, STOP_FLIGHT, confirm=st.last is None,
                             names_only=True)
+        if out.refused and st.last is not None:
+            out = await refusal_stands(run, out, config, st.last, phase, STOP_FLIGHT)
         if not _tls12_step(st, out, ec_offer, ff_offer):
             if control and out.refused and st.first is not None:
                 await _refusal_holds(run, [st.ec, st.ff], st.first, phase, out, STOP_FLIGHT)
             break
         st.first = st.first or config
+        st.last = config
     plain_build = _builder(run, version, cipher_suites_12=ecdhe)
     cert = st.cert_curve if st.cert_curve in st.ec.found else None
 
@@ -370,6 +392,8 @@ class _Tls12State:
     #: offer that was answered: what a refusal is checked against (`_refusal_holds`)
     control: bool = False
     first: ClientConfig | None = None
+    #: the last offer answered: the plain hello of an ending refusal (refusal_stands)
+    last: ClientConfig | None = None
 
 
 def _tls12_step(st: _Tls12State, out: Outcome, ec_offer: list[int], ff_offer: list[int]) -> bool:
@@ -491,13 +515,19 @@ async def _no_ffdhe_client(run: TargetRunner, st: _Tls12State, build: Builder,
     vulnerable" of the dh check rests on it) asked twice, and, with `st.control`, held only
     while the first offer is still answered (confirm.still_answered), as an elimination's
     end; the family's reference repeat may still undo it (consistency.unconfirmed)."""
-    out = await run.run(build([]), phase, STOP_FLIGHT, confirm=True, names_only=True)
+    hello = build([])
+    out = await run.run(hello, phase, STOP_FLIGHT, confirm=st.last is None, names_only=True)
+    if out.refused and st.last is not None:
+        out = await refusal_stands(run, out, hello, st.last, phase, STOP_FLIGHT)
     if out.status == SERVER_HELLO and out.dh_bits:
         st.fixed = dh_parameters(out)
         st.ff.notes.append("when the client lists no ffdhe group, the server sends DH "
                            f"parameters {st.fixed.label()}")
         return False
     if not out.refused:
+        if out.status != SERVER_HELLO:
+            st.ff.notes.append("what a client that lists no ffdhe group gets is not "
+                               f"established: {out.describe()}")
         return False
     if st.control and st.first is not None:
         why = await still_answered(run, st.first, STOP_FLIGHT, phase,

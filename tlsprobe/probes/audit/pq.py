@@ -19,20 +19,15 @@ limiter's or a flaky path's refusal says nothing about the groups.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tlsprobe import kex, registry
 from tlsprobe.engine.config import TLS13, ClientConfig
 from tlsprobe.model.audit import ORDER_SERVER, GroupAudit, PqVerdict
 from tlsprobe.model.vocab import Answer, PqCheck
 from tlsprobe.probes.audit.confirm import (
-    ALERT,
-    ANSWERED,
-    CLOSED,
-    UNSURE,
-    confirm_refusal,
-    flaky_path,
+    Tried,
+    confirm_on_path,
     still_answered,
+    try_of,
 )
 from tlsprobe.probes.audit.groups import PROTOCOL_VERSION_ALERT
 from tlsprobe.probes.audit.outcome import STOP_HELLO
@@ -159,21 +154,6 @@ async def _refusal_holds(run: TargetRunner, refusal: Outcome) -> str | None:
                                 before=False)
 
 
-@dataclass(frozen=True)
-class _Try:
-    """An outcome as probes/audit/confirm.py reads it (a reset or a timeout, retried by the
-    scheduler and still failing, is "unsure": never a refusal here)."""
-
-    kind: str
-    text: str
-
-
-def _try(out: Outcome) -> _Try:
-    kind = ANSWERED if out.answered else ALERT if out.status == "alert" else \
-        CLOSED if out.status == "closed" else UNSURE
-    return _Try(kind, out.describe())
-
-
 async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
     shares = tuple(g for g in TOLERANCE_SHARES if kex.is_computable(g))
     size = sum(kex.share_size(g) or 0 for g in shares)
@@ -189,13 +169,13 @@ async def tolerance(run: TargetRunner, ordinary: Outcome | None) -> PqVerdict:
     # answered in between
     browser = _config(run, BROWSER_GROUPS, (X25519MLKEM768, X25519))
 
-    async def again() -> _Try:
-        return _try(await run.run(big, PHASE, confirm=False))
+    async def again() -> Tried:
+        return try_of(await run.run(big, PHASE, confirm=False))
 
-    async def plain() -> _Try:
-        return _try(await run.run(browser, PHASE, confirm=False))
+    async def plain() -> Tried:
+        return try_of(await run.run(browser, PHASE, confirm=False))
 
-    got = await confirm_refusal(_try(out), again, plain, flaky=flaky_path(run))
+    got = await confirm_on_path(run, try_of(out), again, plain)
     if got.confirmed:
         return PqVerdict(PqCheck.TOLERANCE, subject, Answer.NO, f"{out.describe()} (each time, on "
                          f"{1 + sum(not p for p, _ in got.tries)} connections), while an "

@@ -318,12 +318,14 @@ def _reference(runner: TargetRunner, results: list[tuple[VersionSupport, Outcome
     whenever it was answered, with whatever version: behind a balancer whose backends differ
     in TLS 1.3, their answers to it differ, where their answers to a TLS 1.2 hello may not;
     else its hello of the highest version it answered as such (not one established only by
-    the minimal hello)."""
+    the minimal hello). A TLS 1.3 answer of the minimal hello (the full offer refused: a
+    limiter, a dropped connection) is repeated with that minimal hello, whose answer it is
+    (the full hello's answers picked another group: 'inconsistent')."""
     for support, out in results:
         if support.version.id == TLS13 and out.answered and out.violation is None:
             # repeated up to the certificate (the flight decrypted): backends that answer
             # the same TLS 1.3 hello alike but with an RSA and an ECDSA certificate differ
-            config, _ = versions.version_hello(runner, TLS13)
+            config, _ = versions.established_hello(runner, TLS13, support)
             return consistency.Reference(config, STOP_VERIFY, [("versions", out)], "TLS 1.3")
     for support, out in sorted(results, key=lambda r: -r[0].version.id):
         if support.status == VersionStatus.SUPPORTED and out.answered and support.detail == out.describe():
@@ -363,10 +365,12 @@ async def _groups_and_pq(run: _Run, spoken: set[int] | None, checks: set[str]) -
         if "groups" not in checks:
             return None
         # the refusal that ends it makes `group.missing` (a policy finding): it holds only
-        # while the first offer is still answered right after it, in every scan (a limiter
-        # refusing a few connections is no "stopped answering" the family's repeat sees)
+        # while the last offer answered is answered between it and its confirmation, in
+        # every scan (confirm.refusal_stands: a limiter refusing a few connections in a row
+        # is no "stopped answering" the family's repeat sees); with the group audit alone,
+        # the first offer once more after it too
         audit = await groups.tls13_groups(run.runner, groups.candidate_groups(
-            TLS13, run.options.tls13_groups), control=True)
+            TLS13, run.options.tls13_groups), control=spoken is None)
         return await _unless_unspoken(run, TLS13, audit, spoken)
 
     async def g12() -> GroupAudit | None:

@@ -475,6 +475,9 @@ class TargetRunner:
     #: hellos closed without an answer and answered when asked again (`run`): a path or a
     #: limiter that drops connections, so a bare close elsewhere proves nothing either
     closed_answered: int = 0
+    #: hellos refused with an alert and answered when asked again: a limiter's alerts, so
+    #: an alert elsewhere is no longer the server's word either (`alerts`)
+    alert_answered: int = 0
 
     @property
     def transient(self) -> int:
@@ -494,7 +497,26 @@ class TargetRunner:
             n = self.closed_answered
             seen.append(f"{n} hello{'s' if n > 1 else ''} closed without an answer "
                         f"{'were' if n > 1 else 'was'} answered when asked again")
+        alerts = self.alerts()
+        if alerts is not None:
+            seen.append(alerts)
         return " and ".join(seen) or None
+
+    def alerts(self) -> str | None:
+        """What made the path's alerts look like a limiter's (hellos refused with an alert
+        and answered when asked again), one clause; None: nothing did."""
+        n = self.alert_answered
+        if n == 0:
+            return None
+        return (f"{n} hello{'s' if n > 1 else ''} refused with an alert "
+                f"{'were' if n > 1 else 'was'} answered when asked again")
+
+    def answered_after(self, kind: str) -> None:
+        """A hello refused with `kind` (a close, an alert) was answered when asked again."""
+        if kind == CLOSED:
+            self.closed_answered += 1
+        elif kind == ALERT:
+            self.alert_answered += 1
 
     def config(self, versions: tuple[int, ...], **kw: Any) -> ClientConfig:
         """A ClientConfig for an audit connection: no ALPN, every signature scheme, and the
@@ -532,8 +554,7 @@ class TargetRunner:
         if again.refused:
             return replace(again, confirmed=True)
         if again.answered:
-            if out.status == CLOSED:
-                self.closed_answered += 1
+            self.answered_after(out.status)
             if out.status == ALERT:
                 self.disagreements.append(f"{phase}: the same hello got {out.describe()}, "
                                           f"then {again.describe()}")

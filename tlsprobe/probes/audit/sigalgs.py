@@ -25,6 +25,7 @@ from tlsprobe.model.audit import ORDER_SINGLE, ORDER_UNKNOWN, SigalgAudit
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.server_certs import KeyTypeSigalgs, scheme_key_type
 from tlsprobe.model.vocab import Order, SigalgStatus
+from tlsprobe.probes.audit.confirm import refusal_stands
 from tlsprobe.probes.audit.elimination import Elimination
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.scheduler import (
@@ -116,11 +117,21 @@ async def _eliminate(run: TargetRunner, version: int, auths: tuple[str, ...],
     el = Elimination(list(broad_sigalgs()), kind=key_type) if version == TLS12 else \
         Elimination(list(broad_sigalgs()))
     p = _Pass(el, auths)
+    plain: ClientConfig | None = None   # the last offer answered
     while el.remaining:
         offered = el.offer()
-        out = await run.run(_config(run, version, offered, p.auths), phase, stop)
-        p.last, p.connections = out, p.connections + 1
+        config = _config(run, version, offered, p.auths)
+        out = await run.run(config, phase, stop)
+        p.connections += 1
+        if out.refused and el.found and plain is not None:
+            # the refusal that ends the list (stated complete) holds by confirm_refusal's
+            # rule, the last offer answered the plain hello (confirm.refusal_stands)
+            before = run.connections(phase)
+            out = await refusal_stands(run, out, config, plain, phase, stop, names_only=False)
+            p.connections += run.connections(phase) - before
+        p.last = out
         if out.answered:
+            plain = config
             p.answered.append(out)
         if version == TLS13 and out.answered and not out.decrypted:
             p.status, p.reason = SigalgStatus.NOT_ESTABLISHED, NOT_DECRYPTED

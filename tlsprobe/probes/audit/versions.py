@@ -46,7 +46,7 @@ from tlsprobe.model.audit import VersionSupport
 from tlsprobe.model.probe import Codepoint
 from tlsprobe.model.vocab import VersionStatus
 from tlsprobe.net.transport import NotApplicable
-from tlsprobe.probes.audit.confirm import still_answered
+from tlsprobe.probes.audit.confirm import refusal_stands, still_answered
 from tlsprobe.probes.audit.groups import candidate_groups
 from tlsprobe.probes.audit.outcome import Stop
 from tlsprobe.probes.audit.scheduler import (
@@ -98,16 +98,16 @@ def version_hello(run: TargetRunner, version: int) -> tuple[ClientConfig, Stop]:
                       cipher_suites_12=tuple(registry.suites_for_version(version))), STOP_FLIGHT
 
 
-async def _full_offer(run: TargetRunner, version: int, confirm: frozenset[int]
-                      ) -> tuple[VersionSupport, Outcome, bool]:
-    """The full offer's verdict, a refusal confirmed by the minimal hello; the flag says
-    whether that minimal hello was sent."""
+async def _full_offer(run: TargetRunner, version: int, confirm: frozenset[int],
+                      minimal: dict[int, Outcome]) -> tuple[VersionSupport, Outcome, bool]:
+    """The full offer's verdict, a refusal confirmed by the minimal hello (its refusal kept
+    in `minimal`); the flag says whether that minimal hello was sent."""
     config, stop = version_hello(run, version)
     out = await run.run(config, PHASE, stop, confirm=False)
     verdict = _verdict(version, out)
     # A bare close is always doubtful (alert None): it may be the network's, not the server's.
     if verdict.status == "not_supported" and out.refused and _doubtful(version, out, confirm):
-        support, used = await _confirm(run, version, out)
+        support, used = await _confirm(run, version, out, minimal)
         return support, used, True
     return verdict, out, False
 
@@ -118,11 +118,13 @@ def _doubtful(version: int, out: Outcome, confirm: frozenset[int]) -> bool:
         out.alert != PROTOCOL_VERSION_ALERT
 
 
-async def _confirm(run: TargetRunner, version: int, first: Outcome
-                   ) -> tuple[VersionSupport, Outcome]:
+async def _confirm(run: TargetRunner, version: int, first: Outcome,
+                   minimal: dict[int, Outcome]) -> tuple[VersionSupport, Outcome]:
     cp, name = Codepoint.version(version), registry.version_name(version)
     stop = STOP_HELLO if version == TLS13 else STOP_FLIGHT
     out = await run.run(minimal_config(run, version), PHASE, stop)
+    if out.refused:
+        minimal[version] = out
     said = f"the full offer was refused ({first.describe()})"
     if out.answered and out.version == version:
         return VersionSupport(cp, VersionStatus.SUPPORTED, f"{out.describe()} to a minimal hello; "
@@ -168,7 +170,8 @@ async def check_versions(run: TargetRunner, versions: tuple[int, ...] = ALL_VERS
     """All versions, concurrently (the scheduler's per-host cap still applies); `confirm`:
     versions whose refusal must always be confirmed (those a policy requires). A version
     whose full offer got no answer is asked again with the minimal hello (`_unanswered`)."""
-    full = await asyncio.gather(*(_full_offer(run, v, confirm) for v in versions))
+    minimal: dict[int, Outcome] = {}   # the minimal hellos' refusals
+    full = await asyncio.gather(*(_full_offer(run, v, confirm, minimal) for v in versions))
     results = [(support, out) for support, out, _ in full]
     todo = [i for i, (support, out, small) in enumerate(full)
             if not small and _retry_small(support, out)]
@@ -182,15 +185,19 @@ async def check_versions(run: TargetRunner, versions: tuple[int, ...] = ALL_VERS
     again = await asyncio.gather(*(_unanswered(run, versions[i], results[i][1]) for i in todo))
     for i, result in zip(todo, again):
         results[i] = result
-    return await _refusals_hold(run, results)
+    return await _refusals_hold(run, results, minimal, confirm)
 
 
-async def _refusals_hold(run: TargetRunner, results: list[tuple[VersionSupport, Outcome]]
+async def _refusals_hold(run: TargetRunner, results: list[tuple[VersionSupport, Outcome]],
+                         minimal: dict[int, Outcome], confirm: frozenset[int]
                          ) -> list[tuple[VersionSupport, Outcome]]:
     """A version refused is "not spoken" only while the server answers at all: when some
     version was refused, the hello that established the highest spoken one is asked once
     more, after every refusal (confirm.still_answered); not answered, each refused version
-    is inconclusive. (A version answered with another version keeps its "not spoken".)"""
+    is inconclusive. (A version answered with another version keeps its "not spoken".)
+    TLS 1.3, TLS 1.2 and the versions in `confirm` (whose "not spoken" can fail CI:
+    version.missing) hold by an elimination end's rule (confirm.refusal_stands): that
+    established hello, then the minimal hello twice in a row."""
     refused = [i for i, (s, o) in enumerate(results)
                if s.status == VersionStatus.NOT_SUPPORTED and not o.answered]
     spoken = [s for s, o in results if s.status == VersionStatus.SUPPORTED]
@@ -198,14 +205,39 @@ async def _refusals_hold(run: TargetRunner, results: list[tuple[VersionSupport, 
         return results
     top = max(spoken, key=lambda s: s.version.id)
     config, stop = established_hello(run, top.version.id, top)
-    why = await still_answered(run, config, stop, PHASE, established_name(top.version.id))
+    named = established_name(top.version.id)
+    rest = []
+    for i in refused:
+        v = results[i][0].version.id
+        if v not in minimal or not (v in (TLS13, TLS12) or v in confirm):
+            rest.append(i)
+            continue
+        held = await refusal_stands(run, minimal[v], minimal_config(run, v), config, PHASE,
+                                    STOP_HELLO if v == TLS13 else STOP_FLIGHT,
+                                    names_only=False, named=named)
+        support, first = results[i]
+        if held.answered and held.version == v:
+            results[i] = (VersionSupport(support.version, VersionStatus.SUPPORTED,
+                                         f"{held.describe()} to a minimal hello asked again; "
+                                         f"{support.detail}", minimal=True), held)
+        elif held.answered:
+            continue   # answered with another version: not spoken, as before
+        elif not held.confirmed:
+            results[i] = (VersionSupport(support.version, VersionStatus.INCONCLUSIVE,
+                                         f"{support.detail}; the minimal hello's refusal is "
+                                         f"{_lower(held.describe())}"), first)
+    why = await still_answered(run, config, stop, PHASE, named) if rest else None
     if why is None:
         return results
-    for i in refused:
+    for i in rest:
         support, first = results[i]
         results[i] = (VersionSupport(support.version, VersionStatus.INCONCLUSIVE,
                                      f"{support.detail}; {why}"), first)
     return results
+
+
+def _lower(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def established_name(version: int) -> str:

@@ -47,8 +47,7 @@ from tlsprobe.probes.audit.confirm import (
     SILENT,
     UNSURE,
     VIOLATION,
-    confirm_refusal,
-    flaky_path,
+    confirm_on_path,
 )
 from tlsprobe.probes.audit.outcome import STOP_HELLO, Outcome, finished, outcome_of
 from tlsprobe.probes.audit.scheduler import check_limits
@@ -285,7 +284,6 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
     refused: list[tuple[Variant, str, str]] = []
     wrong: list[str] = []
     unsure: list[str] = []
-    flaky = flaky_path(ctx.runner)
     confirmed: set[int] = set()
     for i, (variant, first) in enumerate(zip(variants, firsts)):
         evidence.append(_line(variant, first))
@@ -298,20 +296,22 @@ async def judge(ctx: CheckContext, variants: list[Variant], plain: Variant, *,
             unsure.append(f"{variant.what}: {first.text}")
             continue
         base = variant.plain or plain
-        got = await confirm_refusal(first, _asker(ctx, variant, "again"),
-                                    _asker(ctx, base, "plain"), flaky=flaky)
+        got = await confirm_on_path(ctx.runner, first, _asker(ctx, variant, "again"),
+                                    _asker(ctx, base, "plain"))
         times = 0
         for is_plain, r in got.tries:
             assert isinstance(r, Reply)
             times += not is_plain
             evidence.append(_line(base, r) if is_plain else
-                            _line(variant, r, "again" if times == 1 else "a third time"))
+                            _line(variant, r, ("again", "a third time", "a fourth time")[
+                                min(times, 3) - 1]))
         if not got.confirmed:
             unsure.append(f"{variant.what}: {got.why}")
             continue
         answers = ", ".join(dict.fromkeys(r.text for is_plain, r in got.tries if is_plain))
-        again = "and again on a second connection" if times == 1 else \
-            "and again on a second and a third connection"
+        again = ("and again on a second connection",
+                 "and again on a second and a third connection",
+                 "and again on a second, a third and a fourth connection")[min(times, 3) - 1]
         refused.append((variant, f"{variant.what}: the server {first.text}, {again}", answers))
         confirmed.add(i)
     details = ToleranceDetails(tuple(VariantAnswer(v.what, r.size, r.kind, i in confirmed)

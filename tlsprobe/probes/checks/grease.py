@@ -10,7 +10,7 @@ one-byte GREASE key share (TLS 1.3), a GREASE version first in supported_version
 hello has that extension, i.e. offers TLS 1.3), and two GREASE extensions (one empty, one
 with a byte). Answered without picking any GREASE value: tolerated; a GREASE value picked:
 not tolerated; refused: confirmed and set against the plain hello (_tolerance.py). One
-connection when tolerated, three at most.
+connection when tolerated, six at most.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ clients pad to 512, RFC 7685), and over a 1500-byte Ethernet MTU, so it spans TC
 on a real network. The check sends the plain hello (tolerance's minimal hello of the highest
 version spoken, without its padding) padded by the padding extension (RFC 7685) to 600 and
 to 1800 bytes, one connection each; a refusal is confirmed and set against the plain
-512-byte hello (probes/checks/_tolerance.py). Two connections when tolerated, five at most.
+512-byte hello (probes/checks/_tolerance.py). Two connections when tolerated, twelve at most.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ unassigned codepoints (0x4000 onwards; never GREASE, an SCSV or a defined suite)
 to SUITES (150) in all, padded as the plain hello is. Answered with a suite it offered:
 tolerated; refused: confirmed and set against the plain hello (_tolerance.py `judge`);
 a ServerHello with a suite the hello did not offer breaks the protocol (not tolerated).
-One connection when tolerated, five at most.
+One connection when tolerated, six at most.
 """
 
 from __future__ import annotations

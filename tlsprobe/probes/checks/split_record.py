@@ -7,7 +7,7 @@ the plain hello (tolerance's minimal hello of the highest version spoken) as two
 records, the first holding the first half of the message, both in one send (one TCP
 segment), so that only the record split is asked. A refusal is confirmed and set against
 the same hello in one record (probes/checks/_tolerance.py). One connection when tolerated,
-three at most.
+six at most.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ in two sends with TCP_NODELAY, so that its two halves leave as two segments even
 loopback: the second once the server's TCP acknowledged the first and at least GAP (50 ms)
 after it, so that the server reads the first alone; PAUSE (0.2 s) after it where the
 socket cannot tell (_tolerance._Shaped). A refusal is confirmed and set against the same
-hello in one send (probes/checks/_tolerance.py). One connection when tolerated, three at most.
+hello in one send (probes/checks/_tolerance.py). One connection when tolerated, six at most.
 """
 
 from __future__ import annotations

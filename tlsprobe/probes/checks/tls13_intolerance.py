@@ -7,7 +7,7 @@ client (browsers no longer fall back). A server the audit found speaking TLS 1.3
 hello offering it already (tolerated, no connection). Otherwise the check sends tolerance's
 plain hello of the highest version spoken with TLS 1.3 added to its versions; answered:
 tolerated; refused: confirmed and set against the plain hello (_tolerance.py). One
-connection when tolerated, three at most.
+connection when tolerated, six at most.
 """
 
 from __future__ import annotations
