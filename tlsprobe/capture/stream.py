@@ -34,8 +34,8 @@ from tlsprobe.capture.fragments import FragmentTable
 from tlsprobe.capture.live import LiveCapture
 from tlsprobe.capture.netmon import NetmonReader
 from tlsprobe.capture.ngloop import PacketLoop
-from tlsprobe.capture.pcap import PacketRecord, PcapReader
-from tlsprobe.capture.pcapng import SECRETS_RECORD, TICK_RECORD, PcapngReader
+from tlsprobe.capture.pcap import TICK_RECORD, PacketRecord, PcapReader, quiet_ticks
+from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader
 from tlsprobe.capture.readers import open_reader
 from tlsprobe.capture.source import CaptureSource
 from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, ip_text
@@ -89,6 +89,8 @@ class CaptureStream(PacketLoop):
                                max_connections=max_connections, max_closed=max_closed)
         self._frags = FragmentTable(self.stats)
         reader = self._reader  # pcap of Ethernet frames, pcapng: their own loops
+        if isinstance(reader, PcapReader):   # a live input's idle time ticks (stdin, --follow)
+            reader.quiet = reader.input_quiet
         if self.fused_pcap and isinstance(reader, PcapReader) and reader.link_type == 1:
             self._gen = self._run_pcap(reader)
         elif self.fused_pcapng and isinstance(reader, PcapngReader):
@@ -236,11 +238,17 @@ class CaptureStream(PacketLoop):
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
         plain, mk = self._data_events()
         buf, pos, end = reader.window()
+        quiet = reader.quiet
         sec = frac = psec = pfrac = frame = in_order = 0
         try:
             while True:
                 psec, pfrac = sec, frac  # the last packet's, when this record is not one
                 if end - pos < rec_len:
+                    if quiet is not None and frame:   # between records: maybe idle
+                        for tick in quiet_ticks(quiet, sec + frac * scale, frame):
+                            tcp.tick(tick[6] * 1e-6, frame)
+                            while out:
+                                yield out.pop(0)
                     got = reader.header_at(pos)
                     if got is None:
                         break
