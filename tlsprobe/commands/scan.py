@@ -366,8 +366,9 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     audited: list[AuditReport] = []
     ended: list[AuditReport] = []   # the targets done, as they end (Ctrl-C: shown)
     if targets:
-        with progress.progress or contextlib.nullcontext(), \
-                _shown_when_interrupted(args, out, ended, baseline):
+        # the progress bar (stderr) ends before the reports done are shown
+        with _shown_when_interrupted(args, out, ended, baseline), \
+                progress.progress or contextlib.nullcontext():
             audited = run_audit(targets, options, scheduler,
                                 concurrency=request.settings.concurrency,
                                 on_phase=progress.phase if progress.progress else None,
