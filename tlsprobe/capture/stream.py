@@ -238,17 +238,12 @@ class CaptureStream(PacketLoop):
         rec_len, unpack, scale, limit = reader.rec_len, reader.unpack, reader.scale, reader.limit
         plain, mk = self._data_events()
         buf, pos, end = reader.window()
-        quiet = reader.quiet
         sec = frac = psec = pfrac = frame = in_order = 0
         try:
             while True:
                 psec, pfrac = sec, frac  # the last packet's, when this record is not one
                 if end - pos < rec_len:
-                    if quiet is not None and frame:   # between records: maybe idle
-                        for tick in quiet_ticks(quiet, sec + frac * scale, frame):
-                            tcp.tick(tick[6] * 1e-6, frame)
-                            while out:
-                                yield out.pop(0)
+                    yield from self._idle(reader, sec + frac * scale, frame)
                     got = reader.header_at(pos)
                     if got is None:
                         break
@@ -314,6 +309,18 @@ class CaptureStream(PacketLoop):
             self.stats.tcp_segments += in_order
             reader.done(pos, frame)
             self._release()
+
+    def _idle(self, reader: PcapReader, ts: float, frame: int) -> Generator[Event, None, None]:
+        """Between records of a live input (stdin, --follow) that gives nothing: the
+        capture's time goes on from the last packet's (`ts`) with the clock, and the reset
+        connections whose linger is over close (pcap.quiet_ticks)."""
+        if reader.quiet is None or not frame:
+            return
+        out = self._out
+        for tick in quiet_ticks(reader.quiet, ts, frame):
+            self._tcp.tick(tick[6] * 1e-6, frame)
+            while out:
+                yield out.pop(0)
 
     def _ending(self, ts: float, frame: int) -> Generator[Event, None, None]:
         """The end of the capture: IP fragments never completed, connections still open."""
