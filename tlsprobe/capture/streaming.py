@@ -230,6 +230,8 @@ class FollowedFile(FdStream):
                     return None
             except OSError:
                 return None
+            if self._changed() is not None:   # replaced, shrunk: `read1` says why
+                return None
             now = time.monotonic()
             if now >= ends:
                 return now - self.last_read
