@@ -17,6 +17,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from types import FrameType, ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
 
 from tlsprobe.commands.common import ArgumentParser, command_parser, error_line, thaw
 from tlsprobe.errors import (
@@ -103,19 +107,97 @@ def main(argv: Sequence[str] | None = None) -> int:
         _EXIT_FREEZE.append(True)
         atexit.register(gc.freeze)
     previous = _terminate_as_interrupt()
+    program = argv is None      # the process's own command line: its exit is ours
+    if program:
+        sys.unraisablehook = _interrupt_kept(sys.unraisablehook)
     try:
-        return _main(argv)
+        code = _main(argv)
+        if code == EXIT_INTERRUPTED and program:    # a command that said it (speed)
+            _hold_signals()
+        return code
     except KeyboardInterrupt:  # also while a command module is still being imported
-        print("tlsprobe: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return interrupted(program)
     except BrokenPipeError:
         return closed_pipe()
     except Exception as exc:  # noqa: BLE001 - a bug: one line (TLSPROBE_DEBUG=1: traceback), 70
         return internal_error(exc)
     finally:
         thaw()      # what a command's start-up froze (commands/common.py start_up)
-        if previous is not None:
+        _forget_caught_interrupts()
+        if previous is not None and not _HELD:
             signal.signal(signal.SIGTERM, previous)
+
+
+#: whether `_hold_signals` ran: a second Ctrl-C or SIGTERM then exits 130 at once
+_HELD: list[bool] = []
+
+
+def interrupted(program: bool) -> int:
+    """The run ends interrupted (Ctrl-C, SIGTERM): "tlsprobe: interrupted", exit 130. For
+    the process's own run (`program`), a further signal from here on (a second Ctrl-C
+    during the teardown, or one sent to the process group and by PID) exits 130 at once
+    rather than killing the process by the signal: the exit code stays the one said."""
+    while program and not _HELD:
+        try:
+            _hold_signals()
+        except KeyboardInterrupt:   # the second signal came before the first was held
+            continue
+    print("tlsprobe: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def _interrupt_kept(hook: Callable[[UnraisableHookArgs], object]
+                    ) -> Callable[[UnraisableHookArgs], None]:
+    """sys.unraisablehook: a KeyboardInterrupt raised where Python cannot raise (Ctrl-C in
+    a weakref callback of the import lock, in a __del__) was printed as "Exception ignored"
+    and lost, the run going on to its end; the signal is sent again instead, to be raised
+    where the run is (SIGINT when Python handles it, else SIGTERM: both end as Ctrl-C)."""
+    def unraisable(info: UnraisableHookArgs) -> None:
+        if not isinstance(info.exc_value, KeyboardInterrupt):
+            hook(info)
+            return
+        handled = callable(signal.getsignal(signal.SIGINT))
+        signal.raise_signal(signal.SIGINT if handled else signal.SIGTERM)
+
+    return unraisable
+
+
+def _hold_signals() -> None:
+    """SIGINT and SIGTERM exit 130 at once (what is buffered written first)."""
+    def again(signum: int, frame: FrameType | None) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001, S110 - closed or mid-write: what was written stays
+                pass
+        os._exit(EXIT_INTERRUPTED)
+
+    try:
+        signal.signal(signal.SIGINT, again)
+        signal.signal(signal.SIGTERM, again)
+    except ValueError:   # not the main thread
+        return
+    _HELD.append(True)
+    # the interpreter's finalization sets a handler back to the default (killed by the
+    # signal) but leaves an ignored signal ignored: the last Python-level step (an atexit
+    # callback registered last runs first; the threads are joined before) ignores them
+    atexit.register(_ignore_signals)
+
+
+def _forget_caught_interrupts() -> None:
+    """Under `python -m tlsprobe`, CPython kills its process with SIGINT at exit (exit
+    code -2, not ours) when a KeyboardInterrupt once ended the running of a source string
+    (`exec` of a string: a dataclass or namedtuple being made while a module loads lazily,
+    the first Ctrl-C's usual place at start-up), even one caught and answered since: the
+    flag `_PyRuntime.signals.unhandled_keyboard_interrupt`, set by such an eval, cleared at
+    the start of the next one, read by Py_RunMain. Running one string here, once every
+    interruption was answered, clears it (the console script exits by another path)."""
+    exec("None")  # noqa: S102 - a constant: the flag's reset, nothing else is run
+
+
+def _ignore_signals() -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _terminate_as_interrupt() -> signal.Handlers | None:
@@ -211,9 +293,6 @@ def _main(argv: Sequence[str] | None) -> int:
     except TlsprobeError as exc:
         print(error_line(exc), file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("tlsprobe: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return closed_pipe()
 

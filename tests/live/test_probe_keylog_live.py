@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -70,3 +71,82 @@ def test_keys_logged_after_the_connection_are_not_called_unusable(
     assert (f"tlsprobe: note: lo: keylog {keys}: no key matched a connection while it was "
             "read; 1 session(s) were logged after (keys written once a connection is over "
             "come too late for a live capture)") in err.splitlines(), err
+
+
+
+@pytest.fixture
+def quiet_after_handshake(certs: Any) -> Iterator[int]:
+    """A TLS server (Python's ssl) that completes each handshake and then neither reads
+    nor closes for 3 s: the client's close_notify waits unanswered, its connection (and a
+    scan's record of it) stays open after the keys were derived."""
+    import socket
+    import ssl
+    import threading
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certs["ecdsa"].chain, certs["ecdsa"].key)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def one(conn: socket.socket) -> None:
+        with conn:
+            try:
+                with context.wrap_socket(conn, server_side=True) as tls:
+                    tls.settimeout(5)
+                    stop.wait(3.0)
+            except (OSError, ssl.SSLError):
+                pass
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn = listener.accept()[0]
+            except OSError:
+                continue
+            threading.Thread(target=one, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1]
+    stop.set()
+    thread.join(5)
+    listener.close()
+
+
+def test_a_capture_beside_a_scan_decrypts_with_the_scans_key_log(
+        quiet_after_handshake: int, live_pcap: Any, tmp_path: Path) -> None:
+    """`scan --keylog FILE` wrote each connection's secrets when its record closed, after
+    the connection: against a server that leaves the close_notify unanswered, seconds
+    after the capture beside it had read the connection past its handshake without keys
+    (undecrypted, "logged after"). Now each handshake's lines are written as its drive
+    ends: every connection the key log has secrets of is decrypted by the capture."""
+    port = quiet_after_handshake
+    keys = tmp_path / "keys.log"
+    keys.touch()
+    run = live_pcap(f"tcp port {port}", "--jsonl", "--keylog", str(keys))
+    done = subprocess.run(
+        [sys.executable, "-m", "tlsprobe", "scan", f"127.0.0.1:{port}", "--checks",
+         "versions,resumption", "--keylog", str(keys), "--json", "--no-progress",
+         "--timeout", "2", "--no-verify"],
+        capture_output=True, text=True, timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)), check=False)
+    assert done.stdout, done.stderr
+    connections = json.loads(done.stdout)["total_connections"]
+    records = []
+    while len(records) < connections:
+        got = run.next_record(20.0)
+        if got is None:
+            break
+        records.append(got[1])
+    run.interrupt()
+    code, _lines, err = run.finish()
+    assert code == 0, err
+    assert len(records) == connections, (len(records), connections, err)
+    lines = keys.read_text().splitlines()
+    sessions = {line.split()[1] for line in lines if not line.startswith("#")}
+    assert sessions, lines
+    decrypted = [r for r in records if r["decrypted"]]
+    assert len(decrypted) == len(sessions), (len(decrypted), len(sessions), err)
+    assert "logged after" not in err and "usable" not in err, err

@@ -32,8 +32,7 @@ from types import ModuleType
 from typing import Protocol
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, LiveCounts, Secrets
-from tlsprobe.capture.pcap import PacketRecord
-from tlsprobe.capture.pcapng import TICK_RECORD
+from tlsprobe.capture.pcap import TICK_RECORD, PacketRecord
 from tlsprobe.capture.source import OpenedSource
 
 DEFAULT_FILTER = "tcp or udp"

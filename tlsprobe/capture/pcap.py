@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator
 from typing import Final
 
 from tlsprobe.capture.events import CaptureError, CaptureStats, Secrets
-from tlsprobe.capture.source import ChunkedInput, OpenedSource
+from tlsprobe.capture.source import QUIET_WAKE, ChunkedInput, OpenedSource
 
 # magic as read little-endian -> (byte order, seconds per timestamp unit, record header size)
 _MAGICS: Final = {
@@ -47,6 +47,21 @@ def final_accounting(inp: ChunkedInput, opened: OpenedSource, stats: CaptureStat
         stats.warn(inp.offset, err)
 
 
+#: link type of a record for "no packet, time passed" (its time the last packet's, its
+#: `orig` now's in microseconds): a live capture's idle loop yields it, and a reader of a
+#: live input (stdin, --follow) that gives nothing, so that what waits on capture time (a
+#: reset connection's linger) ends on an idle link too
+TICK_RECORD: Final = -2
+
+
+def quiet_ticks(quiet: Callable[[float], float | None], ts: float, frame: int
+                ) -> Generator[PacketRecord, None, None]:
+    """While a live input gives nothing: a TICK_RECORD every `QUIET_WAKE` seconds, the
+    capture's time `ts` (the last packet's) and the seconds idle since."""
+    while (idle := quiet(QUIET_WAKE)) is not None:
+        yield frame, ts, TICK_RECORD, b"", 0, 0, round((ts + idle) * 1e6)
+
+
 def is_pcap_magic(head: bytes) -> bool:
     return len(head) >= 4 and int.from_bytes(head[:4], "little") in _MAGICS
 
@@ -67,6 +82,9 @@ class PcapReader:
         self._opened = opened
         self._in = ChunkedInput(opened.stream, opened.head)
         self._stats = stats
+        #: a live input's `quiet` (stdin, --follow) when the caller takes TICK_RECORDs
+        #: between records (the capture loop sets it), else None
+        self.quiet: Callable[[float], float | None] | None = None
         self.secrets: list[Secrets] = []  # pcap has no secrets blocks; same surface as pcapng
         self.link_type = -1
         self.snaplen = 0
@@ -83,6 +101,11 @@ class PcapReader:
         else:
             stats.warn(len(self._in.buf), "truncated pcap file header")
         self.limit = max(MAX_STANDARD_PACKET, min(self.snaplen, MAX_PACKET))
+
+    @property
+    def input_quiet(self) -> Callable[[float], float | None] | None:
+        """The input's `quiet` when it is a live one (stdin, --follow), else None."""
+        return self._in.quiet
 
     # -- record access shared by packets() and the capture loop's fused pcap path (stream.py)
     def window(self) -> tuple[bytes, int, int]:
@@ -132,12 +155,14 @@ class PcapReader:
         if self.link_type < 0:
             return
         rec_len, unpack, scale = self.rec_len, self.unpack, self.scale
-        limit, link_type = self.limit, self.link_type
+        limit, link_type, quiet = self.limit, self.link_type, self.quiet
         buf, pos, end = self.window()
-        frame = 0
+        frame = sec = frac = 0
         try:
             while True:
                 if end - pos < rec_len:
+                    if quiet is not None and frame:   # between records: maybe idle
+                        yield from quiet_ticks(quiet, sec + frac * scale, frame)
                     got = self.header_at(pos)
                     if got is None:
                         break

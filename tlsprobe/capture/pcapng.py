@@ -29,10 +29,6 @@ DSB: Final = 0xA
 BYTE_ORDER_MAGIC = 0x1A2B3C4D
 MAX_BLOCK: Final = 1 << 25
 SECRETS_RECORD: Final = -1  # link type of the record that announces a new entry in `secrets`
-#: link type of a live capture's record for "no packet, time passed" (its time the last
-#: packet's, its `orig` now's in microseconds): what waits on capture time (a reset
-#: connection's linger) ends on an idle link too
-TICK_RECORD: Final = -2
 OPT_IF_TSRESOL: Final = 9
 OPT_IF_TSOFFSET: Final = 14
 OPT_ISB_IFDROP: Final = 5

@@ -16,7 +16,7 @@ import os
 import sys
 import zlib
 from collections.abc import Callable
-from typing import Any, BinaryIO, Protocol, Union, runtime_checkable
+from typing import Any, BinaryIO, Final, Protocol, Union, runtime_checkable
 
 from tlsprobe.capture.events import CaptureError
 from tlsprobe.errors import os_error_text
@@ -49,6 +49,23 @@ class ReadsAvailable(Protocol):
     its end. Files opened "rb", stdin's buffer and streaming.py's sources have it."""
 
     def read1(self, n: int = -1, /) -> bytes: ...
+
+
+#: seconds a reader of a live input waits for bytes before it ticks the capture's time on
+QUIET_WAKE: Final = 0.2
+
+
+def quiet_of(stream: object) -> Callable[[float], float | None] | None:
+    """The stream's `quiet(timeout)` when it is a live input (streaming.py's stdin and
+    --follow sources, behind the bytes put back in front too), else None: it waits up to
+    `timeout` seconds for bytes and returns the seconds since the last ones came when none
+    did, None when something can be read (bytes, its end, a stop). A reader between
+    records ticks the capture's time on with it. (As `_stopped`, by attribute: a
+    runtime-checkable Protocol's isinstance costs a capture's start-up 1 ms.)"""
+    if isinstance(stream, _Prefixed):
+        return stream.quiet if stream.raw_quiet is not None else None
+    quiet: Callable[[float], float | None] | None = getattr(stream, "quiet", None)
+    return quiet
 
 
 def reader_of(stream: Readable) -> Callable[[int], bytes]:
@@ -91,6 +108,13 @@ class _Prefixed:
         self._prefix = prefix
         self._raw = raw
         self._raw_read = reader_of(raw)
+        self.raw_quiet = quiet_of(raw)
+
+    def quiet(self, timeout: float, /) -> float | None:
+        """As the stream's (`WaitsQuietly`); None while bytes put back are left."""
+        if self._prefix or self.raw_quiet is None:
+            return None
+        return self.raw_quiet(timeout)
 
     def read(self, n: int = -1, /) -> bytes:
         if self._prefix:
@@ -305,11 +329,13 @@ class ChunkedInput:
     complete (a record cut by the end of the stream), None before one: where the reading
     ended, whatever position in the buffer (moved by that fill) a reader still holds."""
 
-    __slots__ = ("_read", "_stream", "base", "buf", "ended_at", "eof", "pos")
+    __slots__ = ("_read", "_stream", "base", "buf", "ended_at", "eof", "pos", "quiet")
 
     def __init__(self, stream: _Readable, head: bytes) -> None:
         self._stream = stream
         self._read = reader_of(stream)
+        #: a live input's `quiet` (stdin, --follow: `WaitsQuietly`), else None
+        self.quiet = quiet_of(stream)
         self.buf = head
         self.pos = 0
         self.base = 0

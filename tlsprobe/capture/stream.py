@@ -34,8 +34,8 @@ from tlsprobe.capture.fragments import FragmentTable
 from tlsprobe.capture.live import LiveCapture
 from tlsprobe.capture.netmon import NetmonReader
 from tlsprobe.capture.ngloop import PacketLoop
-from tlsprobe.capture.pcap import PacketRecord, PcapReader
-from tlsprobe.capture.pcapng import SECRETS_RECORD, TICK_RECORD, PcapngReader
+from tlsprobe.capture.pcap import TICK_RECORD, PacketRecord, PcapReader, quiet_ticks
+from tlsprobe.capture.pcapng import SECRETS_RECORD, PcapngReader
 from tlsprobe.capture.readers import open_reader
 from tlsprobe.capture.source import CaptureSource
 from tlsprobe.capture.tcp import ETH_IPV4_TCP, TcpTracker, ip_text
@@ -89,6 +89,8 @@ class CaptureStream(PacketLoop):
                                max_connections=max_connections, max_closed=max_closed)
         self._frags = FragmentTable(self.stats)
         reader = self._reader  # pcap of Ethernet frames, pcapng: their own loops
+        if isinstance(reader, PcapReader):   # a live input's idle time ticks (stdin, --follow)
+            reader.quiet = reader.input_quiet
         if self.fused_pcap and isinstance(reader, PcapReader) and reader.link_type == 1:
             self._gen = self._run_pcap(reader)
         elif self.fused_pcapng and isinstance(reader, PcapngReader):
@@ -241,6 +243,7 @@ class CaptureStream(PacketLoop):
             while True:
                 psec, pfrac = sec, frac  # the last packet's, when this record is not one
                 if end - pos < rec_len:
+                    yield from self._idle(reader, sec + frac * scale, frame)
                     got = reader.header_at(pos)
                     if got is None:
                         break
@@ -306,6 +309,18 @@ class CaptureStream(PacketLoop):
             self.stats.tcp_segments += in_order
             reader.done(pos, frame)
             self._release()
+
+    def _idle(self, reader: PcapReader, ts: float, frame: int) -> Generator[Event, None, None]:
+        """Between records of a live input (stdin, --follow) that gives nothing: the
+        capture's time goes on from the last packet's (`ts`) with the clock, and the reset
+        connections whose linger is over close (pcap.quiet_ticks)."""
+        if reader.quiet is None or not frame:
+            return
+        out = self._out
+        for tick in quiet_ticks(reader.quiet, ts, frame):
+            self._tcp.tick(tick[6] * 1e-6, frame)
+            while out:
+                yield out.pop(0)
 
     def _ending(self, ts: float, frame: int) -> Generator[Event, None, None]:
         """The end of the capture: IP fragments never completed, connections still open."""

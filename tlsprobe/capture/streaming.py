@@ -64,6 +64,7 @@ class FdStream:
         self._owned = owned
         self._asked = False      # stop() was called: what is there is drained, then the end
         self._drained = 0
+        self.last_read = time.monotonic()   # when bytes last came (`quiet`)
         # stop()'s wake-up: a byte written there ends a wait on `fd` at once
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -93,10 +94,28 @@ class FdStream:
                 self.stopped = True
             elif self.fd in ready:
                 try:
-                    return os.read(self.fd, n)
+                    data = os.read(self.fd, n)
                 except BlockingIOError:   # a non-blocking descriptor with nothing yet
                     continue
+                self.last_read = time.monotonic()
+                return data
         return b""
+
+    def quiet(self, timeout: float, /) -> float | None:
+        """Seconds since bytes last came when none come within `timeout` (the input idle:
+        the reader ticks the capture's time on, as a live capture's idle loop does); None
+        when something can be read now (bytes, the end, a stop, the deadline near:
+        `read1` answers). Called only between records, never per packet of a file."""
+        if self.stopped or self._asked:
+            return None
+        left = _left(self.stop_at)
+        if left is not None and left <= timeout:
+            return None
+        try:
+            ready, _, _ = select.select([self.fd, self._wake_r], [], [], timeout)
+        except InterruptedError:
+            return None
+        return None if ready else time.monotonic() - self.last_read
 
     def _drain(self, n: int) -> bytes:
         """After stop(): what the input holds already (up to DRAIN bytes in all), without
@@ -182,6 +201,7 @@ class FollowedFile(FdStream):
             if data:
                 self.position += len(data)
                 self._drained += len(data) if self._asked else 0
+                self.last_read = time.monotonic()
                 return data
             if self._asked:       # stop(): what the file held is read
                 self.stopped = True
@@ -195,6 +215,28 @@ class FollowedFile(FdStream):
                 break
             time.sleep(self.poll if left is None else min(self.poll, left))
         return b""
+
+    def quiet(self, timeout: float, /) -> float | None:
+        """As FdStream's: the file's size looked at every `poll` seconds."""
+        if self.stopped or self._asked or self.error is not None:
+            return None
+        left = _left(self.stop_at)
+        if left is not None and left <= timeout:
+            return None
+        ends = time.monotonic() + timeout
+        while not self._asked:
+            try:
+                if os.fstat(self.fd).st_size != self.position:
+                    return None
+            except OSError:
+                return None
+            if self._changed() is not None:   # replaced, shrunk: `read1` says why
+                return None
+            now = time.monotonic()
+            if now >= ends:
+                return now - self.last_read
+            time.sleep(min(self.poll, ends - now))
+        return None
 
     def _changed(self) -> str | None:
         """Why the file cannot be followed further (shorter than what was read, or its

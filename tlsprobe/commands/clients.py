@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tlsprobe.commands.common import (
     add_connection_arguments,
@@ -24,6 +24,9 @@ from tlsprobe.commands.common import (
     add_trust_arguments,
 )
 from tlsprobe.errors import EXIT_OK, exit_code_for
+
+if TYPE_CHECKING:
+    from tlsprobe.model.clients import ClientsReport
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,14 +69,18 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from tlsprobe.commands.common import check_json_out, write_json_out
     check_json_out(args)
     request = ClientsRequest.from_args(args)
-    reports = request.run()
-    from tlsprobe.report.clients import render_clients
-    from tlsprobe.report.escape import shown
-    for report in reports:
-        if args.json:
-            print(report.to_json(), file=out, flush=True)
-        else:
-            render_clients(report, out)
+    ended: list[ClientsReport] = []     # the targets done, as they end (Ctrl-C: shown)
+    try:
+        reports = request.run(ended.append)
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: the targets done before it, in the input's order, then the
+        # interruption goes on ("tlsprobe: interrupted", exit 130: cli.py)
+        place = {(t.host, t.port): n for n, t in enumerate(request.scan.good_targets)}
+        done = sorted(ended, key=lambda r: place.get((r.host, r.port), 0))
+        _show(args, out, done)
+        _errors_on_stderr(args, out, done)
+        raise
+    _show(args, out, reports)
     from tlsprobe.commands.common import written_to
     if args.csv:
         from tlsprobe.report.csv_out import write_clients_csv
@@ -86,12 +93,30 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.json_out:
         write_json_out(args.json_out, [r.to_json() for r in reports])
     codes = [exit_code_for(r.error_kind) for r in reports if r.error]
-    # the text report says "Error: ..." already: on a terminal that is also stderr, once
+    _errors_on_stderr(args, out, reports)
+    return max(codes) if codes else EXIT_OK
+
+
+def _show(args: argparse.Namespace, out: TextIO, reports: list[ClientsReport]) -> None:
+    """The reports on stdout (JSON lines with --json, else the tables)."""
+    from tlsprobe.report.clients import render_clients
+    for report in reports:
+        if args.json:
+            print(report.to_json(), file=out, flush=True)
+        else:
+            render_clients(report, out)
+    out.flush()
+
+
+def _errors_on_stderr(args: argparse.Namespace, out: TextIO,
+                      reports: list[ClientsReport]) -> None:
+    """Each report's error on stderr (the text report says "Error: ..." already: on a
+    terminal that is also stderr, once)."""
+    from tlsprobe.report.escape import shown
     said = not args.json and _one_terminal(out, sys.stderr)
     for report in reports:
         if report.error and not said:
             print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
-    return max(codes) if codes else EXIT_OK
 
 
 def _one_terminal(out: TextIO, err: TextIO) -> bool:

@@ -236,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
         print(request.starttls_note, file=sys.stderr)
     from tlsprobe.probes.probe import run_probe
     keylog = None
-    if args.keylog and quic is None:   # written as the handshake ends, before the close:
+    if args.keylog:   # written as the handshake ends, before the close (QUIC too):
         from tlsprobe.engine.keylog import (
             KeyLogAppender,  # a capture beside us decrypts
         )

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, TextIO
 
@@ -356,14 +357,18 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
                                                index=place.get((report.host, report.port)))),
                         baseline)
         progress.report(report)
+        ended.append(report)
         if args.json:
             print(baseline.json_text(report) if baseline else report.to_json(), file=out,
                   flush=True)
 
     files = open_files(args, attach(scheduler, recording))   # before any connection
     audited: list[AuditReport] = []
+    ended: list[AuditReport] = []   # the targets done, as they end (Ctrl-C: shown)
     if targets:
-        with progress.progress or contextlib.nullcontext():
+        # the progress bar (stderr) ends before the reports done are shown
+        with _shown_when_interrupted(args, out, ended, baseline), \
+                progress.progress or contextlib.nullcontext():
             audited = run_audit(targets, options, scheduler,
                                 concurrency=request.settings.concurrency,
                                 on_phase=progress.phase if progress.progress else None,
@@ -373,6 +378,40 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
     reports = [done[i] if isinstance(i, Target) else bad[i] for i in items]
     tcp = scan_quic.compare_tcp(args, targets, request.options, request.settings)
     return _finish(args, out, reports, tcp, done, files, baseline)
+
+
+@contextlib.contextmanager
+def _shown_when_interrupted(args: argparse.Namespace, out: TextIO, ended: list[AuditReport],
+                            baseline: Baseline | None) -> Iterator[None]:
+    """Ctrl-C or SIGTERM during the audit: the text reports of the targets done before it
+    (in the input's order) and their errors on stderr, then the interruption goes on
+    ("tlsprobe: interrupted", exit 130: cli.py). --json printed them as they ended."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not args.json:
+            from tlsprobe.report.audit_tables import render_audit
+            for report in sorted(ended, key=lambda r: r.index or 0):
+                render_audit(report, out, full=args.full or not out.isatty())
+                if baseline is not None:
+                    baseline.render(report, out)
+            out.flush()
+        _errors_on_stderr(ended, _said_once(args, out))
+        raise
+
+
+def _said_once(args: argparse.Namespace, out: TextIO) -> bool:
+    """Whether the text reports' "Error: ..." lines are on the terminal stderr is on
+    (then the errors are not said twice)."""
+    return not args.json and _same_terminal(out, sys.stderr)
+
+
+def _errors_on_stderr(reports: list[AuditReport], said: bool = False) -> None:
+    """Each report's error on stderr, unless `said` (on stderr's terminal already)."""
+    from tlsprobe.report.escape import shown
+    for report in reports:
+        if report.error and not said:
+            print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
 
 
 def _import_checks(checks: tuple[str, ...]) -> None:
@@ -454,11 +493,8 @@ def _finish(args: argparse.Namespace, out: TextIO, reports: list[AuditReport],
         from tlsprobe.report.audit_tables import render_summary
         render_summary(audited, code, reason, out)
     _write_files(args, reports, code, reason, baseline, list(tcp.values()))
-    # the text report says "Error: ..." already: on a terminal that is also stderr, once
-    shown_above = [] if args.json or not _same_terminal(out, sys.stderr) else reports
-    for report in audited:
-        if report.error and not any(report is r for r in shown_above):
-            print(f"tlsprobe: {shown(report.error)}", file=sys.stderr)
+    _errors_on_stderr(reports, _said_once(args, out))
+    _errors_on_stderr(list(tcp.values()))     # in no text report
     failed = files.close() if files is not None else None
     if failed is not None:
         print(f"tlsprobe: error: {shown(failed)}", file=sys.stderr)

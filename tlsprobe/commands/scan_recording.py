@@ -12,11 +12,13 @@ connection as it ends, so that a long run holds only the connections in flight:
 - --pcap-out: pcapng, one TCP stream per connection (its real client port), the label as
   the comment of its SYN (capture/pcapng_writer.py);
 - --keylog: appended in SSLKEYLOGFILE format, a comment line `# TARGET PHASE, connection N`
-  before the secrets of each connection that derived any (the TLS 1.3 connections that read
+  before the secrets of each connection that derived any, written as each handshake ends,
+  before its connection is closed, for a capture running beside (the TLS 1.3 connections that read
   the server's encrypted flight, and the active checks' handshakes, TLS 1.2 ones too: the
   driver puts every handshake's secrets on its connection's tape; the audit's other
   connections stop before any key).
-The files are in the order the connections ended. A file that fails while the audit runs
+The --msg and --pcap-out files are in the order the connections ended, the key log in the
+order the handshakes did. A file that fails while the audit runs
 is closed and its error reported at the end (exit 2 unless the audit set another code).
 """
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Protocol, TextIO
 
 from tlsprobe.errors import UsageError, os_error_text
@@ -97,16 +99,23 @@ class _PcapFile:
 
 
 class _KeylogFile:
-    """--keylog FILE: the secrets of the connections that derived any, each after a
-    comment line naming it."""
+    """--keylog FILE: the secrets of the connections that derived any, each handshake's as
+    its drive ends (before the connection is closed: a capture beside the scan, `tlsprobe
+    pcap -i --keylog` or Wireshark, decrypts it), after a comment line naming the
+    connection (again when another connection's lines came between)."""
 
     def __init__(self, path: str) -> None:
         from tlsprobe.engine.keylog import KeyLogWriter
         self.writer = KeyLogWriter(path)
+        self.last: Tape | None = None   # the connection the last lines were of
+
+    def secrets(self, tape: Tape, lines: Sequence[str]) -> None:
+        named = [] if self.last is tape else [f"# {header(tape)}"]
+        self.writer.write_lines([*named, *lines])
+        self.last = tape
 
     def write(self, tape: Tape) -> None:
-        if tape.keylog_lines:
-            self.writer.write_lines([f"# {header(tape)}", *tape.keylog_lines])
+        pass    # every line was written as it came (`secrets`)
 
     def close(self) -> None:
         self.writer.close()
@@ -139,6 +148,16 @@ class RecordingFiles:
             except OSError as exc:
                 self._failed(option, exc)
                 self._close(option)
+
+    def secrets(self, tape: Tape, lines: Sequence[str]) -> None:
+        """A handshake's new key log lines, written at once (--keylog)."""
+        handle = self.files.get("--keylog")
+        if isinstance(handle, _KeylogFile):
+            try:
+                handle.secrets(tape, lines)
+            except OSError as exc:
+                self._failed("--keylog", exc)
+                self._close("--keylog")
 
     def close(self) -> str | None:
         for option in list(self.files):
@@ -184,6 +203,7 @@ def open_files(args: argparse.Namespace, recording: Recording | None) -> Recordi
         return None
     files = RecordingFiles(args)
     recording.sink = files.write
+    recording.secrets = files.secrets
     return files
 
 

@@ -257,13 +257,17 @@ def _survey(args: argparse.Namespace, request: SurveyRequest, pool: Pool | None)
         else:
             from tlsprobe.survey.local import run_local
             run_local(todo, options, settings, finished, pool=pool, on_target=on_target)
-    except BaseException:
+    except BaseException as exc:
         # interrupted or failed: the shards done so far become Parquet files too (what
         # cannot be written now stays in _rows/, which a resumed run converts)
         if pool is not None:
             pool.stop(failed=True)
         with contextlib.suppress(Exception):
             out.write_parquet()
+            if isinstance(exc, KeyboardInterrupt):
+                # Ctrl-C or SIGTERM: what the shards done hold, as a finished run says it
+                # ("N of M shards"), then "tlsprobe: interrupted", exit 130 (cli.py)
+                _finished_paragraph(request.out, time.monotonic() - began)
         raise
     if pool is not None:
         pool.stop()     # the Parquet files are written, and read, without them

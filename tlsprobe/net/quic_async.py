@@ -2,12 +2,14 @@
 transports carry the TLS handshake in QUIC packets over UDP, as net/quic.py does for the
 probe (the same QuicCore: connection, retransmission timer, timeouts).
 
-One connector serves a whole scan. Every connection gets a fresh Destination Connection ID
-(the server's Initial keys and its routing come from it); our Source Connection ID is the
-connector's, the same for all connections, because the audit builds its ClientHellos before
-a connection exists and the ClientHello's quic_transport_parameters must name it
-(initial_source_connection_id, RFC 9000 7.3). Each connection has its own UDP socket, so
-the server tells them apart by address and by its own connection IDs.
+One connector serves a whole scan. Every connection picks fresh random connection IDs, a
+Destination Connection ID (the server's Initial keys and its routing come from it) and our
+Source Connection ID, so that neither links a scan's connections nor lets a relay or a
+middlebox routing by CID take one connection's packets for another's. The audit builds its
+ClientHellos before a connection exists, with the connector's placeholder CID in the
+quic_transport_parameters (initial_source_connection_id, RFC 9000 7.3, must name the
+connection's): the transport's `hello` puts its own there before the engine is made. Each
+connection has its own UDP socket too.
 
 `adapt` turns an audit hello into its QUIC form (net/quic_hello.py, the rule the probe
 applies too: TLS 1.3 and QUIC's suites only, ALPN h3 unless the hello names protocols, our
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from dataclasses import replace
 
 from tlsprobe.engine.client import Limits
 from tlsprobe.engine.config import ClientConfig
@@ -28,6 +31,7 @@ from tlsprobe.errors import NetworkCause, NetworkError
 from tlsprobe.net.quic import QuicCore, _text, engine_limits
 from tlsprobe.net.quic_hello import NO_TLS13, quic_hello
 from tlsprobe.net.quic_info import QuicInfo
+from tlsprobe.net.quic_params import client_parameters
 from tlsprobe.net.quic_wire import QUIC_V1, new_connection_ids
 from tlsprobe.net.shared import SharedLookups
 from tlsprobe.net.tcp import AddrInfo, Target, cause_of
@@ -69,6 +73,15 @@ class AsyncQuicTransport(QuicCore, AsyncTransport):
     @property
     def peer(self) -> tuple[str, int]:
         return self._peer
+
+    def hello(self, config: ClientConfig) -> ClientConfig:
+        """`config` (the connector's QUIC form) with this connection's own Source
+        Connection ID in its transport parameters."""
+        if config.quic_transport_parameters is None:
+            return config
+        info = self.info
+        return replace(config, quic_transport_parameters=client_parameters(
+            info.scid, info.version, info.offered))
 
     @property
     def local(self) -> tuple[str, int] | None:
@@ -128,7 +141,7 @@ class AsyncQuicConnector(AsyncConnector):
         self.alpn = alpn   # every hello's protocols (scan --alpn), else h3
         self.version = versions[0]
         self.offered = (*versions[1:], versions[0]) if len(versions) > 1 else ()
-        self.scid = new_connection_ids()[0]
+        self.scid = new_connection_ids()[0]    # the hellos' placeholder: see the module
         self._lookups = SharedLookups()
 
     def adapt(self, config: ClientConfig) -> ClientConfig | NotApplicable:
@@ -156,7 +169,8 @@ class AsyncQuicConnector(AsyncConnector):
             raise _failed(target, "unknown host", "unknown_host") from None
         except OSError as exc:
             raise _failed(target, _text(exc), cause_of(exc)) from None
-        info = QuicInfo(self.scid, new_connection_ids()[1], self.version, self.offered)
+        scid, dcid = new_connection_ids()    # this connection's own (`hello`)
+        info = QuicInfo(scid, dcid, self.version, self.offered)
         return AsyncQuicTransport(endpoint, datagrams, target, info, self.timeout,
                                   self.limits)
 

@@ -62,6 +62,9 @@ class Tape:
     preamble: PreambleRecord | None = None   # when --starttls
     events: Sequence[Event] = ()    # of the handshake (for the --msg trace)
     keylog_lines: Sequence[str] = ()
+    #: told each handshake's new key log lines as its drive ends, before the connection is
+    #: closed (`scan --keylog`: a capture beside the scan decrypts the connection)
+    on_secrets: Callable[[Tape, Sequence[str]], None] | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -81,8 +84,10 @@ class Tape:
     def add_secrets(self, keylog_lines: Sequence[str]) -> None:
         """Key log lines of a handshake on this connection (`net/driver.py` adds those of
         every handshake it drives, an active check's too), each kept once, in order."""
-        self.keylog_lines = [*self.keylog_lines,
-                             *(line for line in keylog_lines if line not in self.keylog_lines)]
+        new = [line for line in dict.fromkeys(keylog_lines) if line not in self.keylog_lines]
+        self.keylog_lines = [*self.keylog_lines, *new]
+        if new and self.on_secrets is not None:
+            self.on_secrets(self, new)
 
 
 #: the tape of the connection the current task is opening (None: nothing is recorded)
@@ -103,11 +108,13 @@ class Recording:
     def __init__(self, sink: Callable[[Tape], None], trace: bool = False) -> None:
         self.sink = sink
         self.trace = trace
+        #: each tape's new key log lines as its handshakes end (Tape.on_secrets)
+        self.secrets: Callable[[Tape, Sequence[str]], None] | None = None
         self.opened_count = 0
         self._numbers: Counter[tuple[str, str]] = Counter()
 
     def tape(self, target: Target, phase: str) -> Tape:
-        return Tape(target.display, phase)
+        return Tape(target.display, phase, on_secrets=self.secrets)
 
     def opened(self, tape: Tape, transport: AsyncTransport) -> None:
         """The tape's connection is open: number it and note both addresses."""

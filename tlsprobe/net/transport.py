@@ -94,6 +94,12 @@ class AsyncTransport(Protocol):
         """As `Transport.bind`. Default: nothing."""
         return None   # noqa: RET501  (a body: not abstract for mypy)
 
+    def hello(self, config: ClientConfig) -> ClientConfig:
+        """Hook: the hello this connection sends, from the connector's `adapt`ed one,
+        with what belongs to this connection alone (QUIC: its own Source Connection ID in
+        the transport parameters). Default: `config` as it is."""
+        return config
+
     async def delivered(self, limit: float) -> bool | None:
         """Hook: wait until the peer's TCP has acknowledged every byte sent so far, at
         most `limit` seconds: True when it has, False when it had not by then, None when
@@ -163,8 +169,8 @@ class WrappingConnector(AsyncConnector):
 
 
 class WrappingTransport(AsyncTransport):
-    """An `AsyncTransport` over `inner` that passes `peer`, `local`, `bind`, `delivered`,
-    `finish_sending` and `close` on; subclasses change `send` and `receive` (recording,
+    """An `AsyncTransport` over `inner` that passes `peer`, `local`, `bind`, `hello`,
+    `delivered`, `finish_sending` and `close` on; subclasses change `send` and `receive` (recording,
     watching)."""
 
     def __init__(self, inner: AsyncTransport) -> None:
@@ -180,6 +186,9 @@ class WrappingTransport(AsyncTransport):
 
     def bind(self, engine: ClientHandshake) -> None:
         self.inner.bind(engine)
+
+    def hello(self, config: ClientConfig) -> ClientConfig:
+        return self.inner.hello(config)
 
     async def delivered(self, limit: float) -> bool | None:
         return await self.inner.delivered(limit)

@@ -6,7 +6,7 @@ connector are reused, with no audit phase)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,8 +56,10 @@ class ClientsRequest:
                          verify=not args.no_verify, cafile=args.cafile, settings=settings,
                          starttls=args.starttls, xmpp_host=args.xmpp_host, names=CLI)
 
-    def run(self) -> list[ClientsReport]:
-        """Every target's simulations (blocking)."""
+    def run(self, on_report: Callable[[ClientsReport], None] | None = None
+            ) -> list[ClientsReport]:
+        """Every target's simulations (blocking); each report also handed to `on_report` as
+        soon as it is done."""
         from tlsprobe.probes.clients.run import run_clients
         scan = self.scan
         scheduler = scan.settings.scheduler(connector=scan.connector())
@@ -65,4 +67,4 @@ class ClientsRequest:
         return run_clients(scan.good_targets, scheduler, self.profiles,
                            server_name=options.server_name, send_sni=options.send_sni,
                            cafile=options.cafile, verify=options.verify,
-                           concurrency=scan.settings.concurrency)
+                           concurrency=scan.settings.concurrency, on_report=on_report)

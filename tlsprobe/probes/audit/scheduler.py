@@ -316,7 +316,8 @@ class Scheduler:
         trace = tape is not None and self.recording is not None and self.recording.trace
         if self.x509_ahead:
             preload_x509()
-        hs = ClientHandshake(job.config, annotate=trace, stop_after_first_flight=True,
+        hs = ClientHandshake(transport.hello(job.config), annotate=trace,
+                             stop_after_first_flight=True,
                              read_server_flight=job.stop == STOP_VERIFY,
                              names_only=job.names_only, limits=self.engine_limits)
         seen = Progress()

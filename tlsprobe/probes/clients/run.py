@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -76,8 +76,11 @@ async def clients_of(target: Target, scheduler: Scheduler, profiles: tuple[Clien
 def run_clients(targets: list[Target], scheduler: Scheduler,
                 profiles: tuple[ClientProfile, ...], *, server_name: str | None = None,
                 send_sni: bool = True, cafile: str | None = None, verify: bool = True,
-                concurrency: int = 4) -> list[ClientsReport]:
-    """Blocking entry point: every target (`concurrency` at a time), reports in order.
+                concurrency: int = 4,
+                on_report: Callable[[ClientsReport], None] | None = None
+                ) -> list[ClientsReport]:
+    """Blocking entry point: every target (`concurrency` at a time), reports in order, each
+    also handed to `on_report` as soon as it is done (what Ctrl-C leaves is shown).
     `server_name` None: the target's host name (none for an IP literal)."""
 
     async def all_targets() -> list[ClientsReport]:
@@ -87,7 +90,10 @@ def run_clients(targets: list[Target], scheduler: Scheduler,
             name = None if not send_sni else server_name or server_name_for(target.host)
             checker = TrustChecker(name or target.host, cafile, verify)
             async with gate:
-                return await clients_of(target, scheduler, profiles, name, checker)
+                report = await clients_of(target, scheduler, profiles, name, checker)
+            if on_report is not None:
+                on_report(report)
+            return report
 
         return list(await asyncio.gather(*(one(t) for t in targets)))
 
