@@ -137,9 +137,10 @@ def interrupted(program: bool) -> int:
     the process's own run (`program`), a further signal from here on (a second Ctrl-C
     during the teardown, or one sent to the process group and by PID) exits 130 at once
     rather than killing the process by the signal: the exit code stays the one said."""
-    while program and not _HELD:
+    while program:
         try:
-            _hold_signals()
+            _hold_signals()     # (returns without holding off the main thread)
+            break
         except KeyboardInterrupt:   # the second signal came before the first was held
             continue
     print("tlsprobe: interrupted", file=sys.stderr)

@@ -162,3 +162,17 @@ def test_a_signal_at_any_moment_ends_with_130(peers: Peers) -> None:
     wrong = [o for o in outcomes if o[1] != 130 or "tlsprobe: interrupted" not in o[2]
              and o[0] % 3 != 2]
     assert not wrong, wrong
+
+
+def test_an_interruption_answered_off_the_main_thread_ends() -> None:
+    """`cli.main()` run as the program but off the main thread (an embedding that calls it
+    from a worker thread): signal handlers cannot be set there, and the answer to an
+    interruption looped for ever waiting to hold them."""
+    import threading
+
+    from tlsprobe import cli
+    codes: list[int] = []
+    worker = threading.Thread(target=lambda: codes.append(cli.interrupted(True)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive() and codes == [130]
