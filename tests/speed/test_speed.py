@@ -9,7 +9,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from itertools import count
 from typing import Any
 
