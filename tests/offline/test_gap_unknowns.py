@@ -188,13 +188,18 @@ def test_a_gap_too_small_for_a_message_hid_none(run_cli: Any, tmp_path: Path,
     server's ChangeCipherSpec lost: a gap of 6 bytes between whole records cannot have held
     a Certificate or a ServerKeyExchange (a record holding one takes at least 10 bytes), so
     neither is said not captured (both were); the full handshake's lost Certificate (1635
-    bytes) still is."""
+    bytes) still is. Whether it resumed is not known: the gap took the ChangeCipherSpec."""
     args = ("--keylog", str(CAPTURES / "tls12_resumption.keys")) if keys else ()
     lost = _built(tmp_path, "tls12_resumption", ("s:ct20",), conn=1)
     assert tshark_fields(lost, "tls.record.content_type == 20 && tcp.srcport == 4433",
                          "frame.number") == []
     conn = _connection(run_cli, lost, *args)
-    assert conn["gap_bytes"] == 6 and conn["problems"] == [], conn["problems"]
+    # what the gap did hide: the ChangeCipherSpec that shows the handshake abbreviated, so
+    # how (and whether) the server resumed is not known; resumption null said "a full
+    # handshake" with no reason
+    assert conn["gap_bytes"] == 6 and conn["resumption"] is None
+    assert conn["problems"] == ["resumption not known (gap of 6 bytes in the server's "
+                                "handshake)"], conn["problems"]
     assert conn["key_exchange"]["source"] != "not_captured"
     conn = _connection(run_cli, _built(tmp_path, "tls12_x25519", ("s:hs11",)))
     assert conn["problems"] == ["Certificate not captured (gap of 1635 bytes)"]
