@@ -35,10 +35,10 @@ signature check); `wait_ms` = handshake - client CPU: the server's work plus the
 same kex calls. `handshakes_per_s` = 1000 / median total (one connection at a time). Rank 1
 is the lowest median handshake within its protocol version; a ranking's `cheapest` names it
 only when its confidence interval lies below the runner-up's (`distinct`), and its verdict
-says "cheapest on this server" and "N.Nx faster than" only where the intervals establish it. The raw data, one
-value per measured run in the same order: `samples_ms` (handshake), `connect_samples_ms`,
-`cpu_samples_ms`; every Stats above is computed from them (total = connect + handshake,
-wait = max(0, handshake - CPU), per run).
+says "cheapest on this server" and "N.Nx faster than" only where the intervals establish
+it. The raw data, one value per measured run in the same order: `samples_ms` (handshake),
+`connect_samples_ms`, `cpu_samples_ms`; every Stats above is computed from them (total =
+connect + handshake, wait = max(0, handshake - CPU), per run).
 """
 
 from __future__ import annotations

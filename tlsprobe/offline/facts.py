@@ -348,21 +348,21 @@ class Facts:
         """The problem text when a TLS 1.0-1.2 server sent its CCS without any Certificate,
         ServerKeyExchange or ServerHelloDone (an abbreviated handshake's shape) and how it
         resumed is not shown, or went on to protected records after a gap that took its CCS
-        (whether it resumed is not shown): bytes lost there (a full handshake's messages may be in them),
-        or no ticket offered and no session ID the client sent echoed (RFC 5246 7.4.1.2:
+        (whether it resumed is not shown): bytes lost there (a full handshake's messages may
+        be in them), or no ticket offered and no session ID the client sent echoed (RFC 5246 7.4.1.2:
         the server resumes a session ID by echoing it)."""
         sh = self.server_hello
         if sh is None or self.tls13 or \
                 any(d == SERVER and t in (11, 12, 14) for d, t, _, _ in self.messages):
             return None
         gap = self.handshake_gap[SERVER]
-        if not self.ccs[SERVER]:
-            # protected records after a gap and no ChangeCipherSpec read: it was in the
-            # bytes lost, so the handshake's shape (abbreviated or full) is not shown
-            return f"resumption not known (gap of {gap} bytes in the server's handshake)" \
-                if gap and self.encrypted[SERVER] else None
-        if gap and self.gap_may_hold(SERVER, MIN_BODY_SERVER_HELLO_DONE):
+        # no ChangeCipherSpec read but protected records after a gap: it was in the bytes
+        # lost, and the handshake's shape (abbreviated or full) is not shown
+        if gap and (self.gap_may_hold(SERVER, MIN_BODY_SERVER_HELLO_DONE) if self.ccs[SERVER]
+                    else self.encrypted[SERVER]):
             return f"resumption not known (gap of {gap} bytes in the server's handshake)"
+        if not self.ccs[SERVER]:
+            return None
         hello = self.client_hellos[-1] if self.client_hellos else None
         if hello is None:  # (the server echoes a session ID in a ticket's resumption too)
             return "resumption mechanism not known: the ClientHello was not captured"
