@@ -176,20 +176,27 @@ def test_scan_says_the_trust_verdict_is_not_established(tls_server: Callable[...
         "supported", verdicts
 
 
-@pytest.mark.needs_impl("openssl")
-def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any],
-                                                  run_cli: Callable[..., Any],
-                                                  tmp_path: Path) -> None:
-    srv, ca = _serve(tls_server, tmp_path, "algorithm-parameters")
-    pcap = tmp_path / "ber.pcap"
+def _captured_leaf(tls_server: Callable[..., Any], run_cli: Callable[..., Any],
+                   tmp_path: Path, edit: str) -> tuple[dict[str, Any], Path]:
+    """The leaf `pcap --json` reads from a TLS 1.2 probe's --pcap-out of the server serving
+    the `edit`ed leaf, and the capture."""
+    srv, ca = _serve(tls_server, tmp_path, edit)
+    pcap = tmp_path / f"{edit}.pcap"
     res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
                   "--pcap-out", pcap, "--timeout", "10")
     assert pcap.is_file(), res.stderr
     res = run_cli("pcap", pcap, "--json")
     assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
     data = json.loads(res.stdout)
-    connections = data.get("connections", [data])
-    leaf = connections[0]["certificates"][0]
+    leaf: dict[str, Any] = data.get("connections", [data])[0]["certificates"][0]
+    return leaf, pcap
+
+
+@pytest.mark.needs_impl("openssl")
+def test_a_capture_of_the_handshake_shows_the_key(tls_server: Callable[..., Any],
+                                                  run_cli: Callable[..., Any],
+                                                  tmp_path: Path) -> None:
+    leaf = _captured_leaf(tls_server, run_cli, tmp_path, "algorithm-parameters")[0]
     assert leaf["key_type"] == "EC secp256r1" and leaf["issuer"].startswith("(not read"), leaf
 
 
@@ -267,15 +274,7 @@ def test_a_capture_shows_the_fields_the_trust_verdict_read(tls_server: Callable[
                                                           tmp_path: Path, edit: str) -> None:
     """`tlsprobe pcap` summarises the leaf as the probe does: its fields, a time OpenSSL
     cannot compare as sent (it showed "(unparsable certificate: ...)")."""
-    srv, ca = _serve(tls_server, tmp_path, edit)
-    pcap = tmp_path / "twin.pcap"
-    res = run_cli(f"127.0.0.1:{srv.port}", "--tls1_2", "--sni", "localhost", "--cafile", ca,
-                  "--pcap-out", pcap, "--timeout", "10")
-    assert pcap.is_file(), res.stderr
-    res = run_cli("pcap", pcap, "--json")
-    assert res.returncode == 0 and res.stderr == "", (res.returncode, res.stderr)
-    data = json.loads(res.stdout)
-    leaf = data.get("connections", [data])[0]["certificates"][0]
+    leaf, pcap = _captured_leaf(tls_server, run_cli, tmp_path, edit)
     assert leaf["issuer"] == "CN=BER Test CA" and leaf["serial"] == "1234", leaf
     assert leaf["subject"] == ("CN=local@host" if "printable" in edit else "CN=localhost"), leaf
     assert leaf["not_before"].startswith("(format error: " if "utctime" in edit else "20"), leaf

@@ -48,18 +48,25 @@ def dropper():
     return fault
 
 
-def test_two_drops_on_a_dropping_path_make_no_group_unsupported(server_cache):
+def _audit_through(server_cache, fault):
+    """The versions and groups audit of an openssl s_server behind a relay applying
+    `fault`, one connection at a time, no retries: (the report, the relay's faults)."""
     srv = server_cache("openssl")
-    proxy = FaultProxy([(srv.host, srv.port)], dropper())
+    proxy = FaultProxy([(srv.host, srv.port)], fault)
     try:
-        r = run_audit([Target("127.0.0.1", proxy.port)],
-                      AuditOptions(checks=("versions", "groups"),
-                                   policies=(load_policy("intermediate"),)),
-                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
+        report = run_audit([Target("127.0.0.1", proxy.port)],
+                           AuditOptions(checks=("versions", "groups"),
+                                        policies=(load_policy("intermediate"),)),
+                           Scheduler(retries=0, timeout=5.0, per_host=1))[0]
     finally:
         proxy.close()
+    return report, proxy.faults()
+
+
+def test_two_drops_on_a_dropping_path_make_no_group_unsupported(server_cache):
+    r, faults = _audit_through(server_cache, dropper())
     # the last offer's first drop already proves nothing on this path: not sent again
-    assert len(proxy.faults()) == 2, proxy.faults()
+    assert len(faults) == 2, faults
     g13 = r.group_audit(0x0304)
     assert g13 is not None
     refused = {c.id for c in g13.not_supported}
@@ -68,7 +75,6 @@ def test_two_drops_on_a_dropping_path_make_no_group_unsupported(server_cache):
     assert len(last) == 1 and last <= {c.id for c in g13.inconclusive}, g13
     assert any("closed without an answer was answered when asked again" in n
                for n in g13.notes), g13.notes
-
 
 
 def group_offers_dropped_twice():
@@ -100,16 +106,8 @@ def test_drops_on_both_sendings_of_the_key_share_route_make_no_group_unsupported
     can fail CI). An elimination's ending refusal now holds by confirm_refusal's rule
     (confirm.refusal_stands: the last offer answered asked in between, a close three
     times, nothing on a path that dropped hellos it answered when asked again)."""
-    srv = server_cache("openssl")
-    proxy = FaultProxy([(srv.host, srv.port)], group_offers_dropped_twice())
-    try:
-        r = run_audit([Target("127.0.0.1", proxy.port)],
-                      AuditOptions(checks=("versions", "groups"),
-                                   policies=(load_policy("intermediate"),)),
-                      Scheduler(retries=0, timeout=5.0, per_host=1))[0]
-    finally:
-        proxy.close()
-    assert len(proxy.faults()) >= 4, proxy.faults()
+    r, faults = _audit_through(server_cache, group_offers_dropped_twice())
+    assert len(faults) >= 4, faults
     g13 = r.group_audit(0x0304)
     assert g13 is not None
     assert not {c.id for c in g13.not_supported} & SERVER_13, g13
